@@ -1,0 +1,66 @@
+/*
+ * block.h -- the sorted key/value blocks SSTables are made of.
+ *
+ * A block is a run of entries followed by an array of restart offsets:
+ *
+ *     entry*  | fixed32 restart[num_restarts] | fixed32 num_restarts
+ *     entry = varint32 shared | varint32 unshared | varint32 value_len |
+ *             key bytes[unshared] | value bytes[value_len]
+ *
+ * Each key is stored as the number of bytes it shares with the previous key
+ * plus the rest (prefix compression).  Every restart_interval entries the
+ * full key is stored (shared = 0) and its offset recorded, so a seek can
+ * binary-search the restart points and then scan at most one interval.
+ * Blocks are compressed and checksummed by the SSTable layer, not here.
+ */
+#ifndef SMOLFS_BLOCK_H
+#define SMOLFS_BLOCK_H
+
+#include "dbformat.h"
+#include "iter.h"
+
+struct block_builder {
+	struct buf data;
+	struct buf last_key;
+	uint32_t *restarts;
+	size_t nrestarts, restarts_cap;
+	int restart_interval;
+	int counter;       /* entries since the last restart */
+	size_t entries;
+	int finished;
+};
+
+void blk_builder_init(struct block_builder *b, int restart_interval);
+void blk_builder_free(struct block_builder *b);
+void blk_builder_reset(struct block_builder *b);
+/* REQUIRES: key > every key added since the last reset (in the table's order). */
+void blk_add(struct block_builder *b, struct slice key, struct slice value);
+/* Size of the block if finished now. */
+size_t blk_size_estimate(const struct block_builder *b);
+/* Append the restart array; the returned slice is valid until reset/free. */
+struct slice blk_finish(struct block_builder *b);
+static inline int blk_empty(const struct block_builder *b) { return b->entries == 0; }
+
+/*
+ * A parsed block.  The bytes belong to whoever filled contents (usually the
+ * block cache); the block only points at them.
+ */
+struct block {
+	struct slice contents;
+	uint32_t restart_offset;   /* where the restart array begins */
+	uint32_t nrestarts;
+};
+
+/* Check the trailer; -EUCLEAN if the restart array does not fit. */
+int blk_parse(struct slice contents, struct block *out);
+
+/*
+ * Iterate a block with comparator cmp.  Every entry is bounds-checked as it
+ * is decoded; a damaged entry makes the iterator invalid with -EUCLEAN.
+ * The iterator does not own the block's bytes; release (may be NULL) is
+ * called with release_arg when it is destroyed (used to unpin cache entries).
+ */
+struct iter *blk_iter_new(const struct block *blk, key_cmp_fn cmp,
+			  void (*release)(void *arg), void *release_arg);
+
+#endif

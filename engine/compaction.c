@@ -1,0 +1,687 @@
+/*
+ * compaction.c -- the background work: flushing memtables to level 0 and
+ * merging tables down the levels.
+ *
+ * Two threads: one flushes (so a long compaction never holds up the switch
+ * of a full memtable), one compacts.  Both hold db->mu only to choose their
+ * work and to install the result; the I/O runs without it.
+ *
+ * What a compaction drops.  Let S be the oldest sequence any reader can
+ * still ask for (the oldest snapshot, or the last sequence).  For each user
+ * key, versions come newest first.  A version is dropped when
+ *   - a newer version of the same key has sequence <= S (every reader sees
+ *     that one instead);
+ *   - a range tombstone with sequence t, seq < t <= S, covers it;
+ *   - it is a deletion marker with sequence <= S and no deeper level holds
+ *     the key (nothing left for it to hide);
+ *   - the compaction filter asks for it (only versions <= S that survived
+ *     the rules above; in a level above others holding the key it becomes a
+ *     deletion marker instead, so older versions below do not reappear).
+ * Range tombstones are cut at the output files' boundaries; within a
+ * fragment only sequences > S and the newest one <= S are kept, and that one
+ * too is dropped when no deeper level overlaps the fragment.
+ */
+#include "db.h"
+#include "merge.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+void db_pending_add(struct kv_db *db, uint64_t number)
+{
+	if (db->npending == db->pending_cap) {
+		db->pending_cap = db->pending_cap ? db->pending_cap * 2 : 8;
+		db->pending_outputs = xrealloc(db->pending_outputs,
+					       db->pending_cap * sizeof(uint64_t));
+	}
+	db->pending_outputs[db->npending++] = number;
+}
+
+void db_pending_remove(struct kv_db *db, uint64_t number)
+{
+	for (size_t i = 0; i < db->npending; i++) {
+		if (db->pending_outputs[i] == number) {
+			db->pending_outputs[i] = db->pending_outputs[--db->npending];
+			return;
+		}
+	}
+}
+
+static char *sst_path(struct kv_db *db, uint64_t number)
+{
+	return xasprintf("%s/%06llu.sst", db->dir, (unsigned long long)number);
+}
+
+static uint64_t numbered(const char *name, const char *suffix)
+{
+	size_t n = strlen(name), s = strlen(suffix);
+	uint64_t v = 0;
+
+	if (n <= s || strcmp(name + n - s, suffix))
+		return 0;
+	for (size_t i = 0; i < n - s; i++) {
+		if (name[i] < '0' || name[i] > '9')
+			return 0;
+		v = v * 10 + (uint64_t)(name[i] - '0');
+	}
+	return v;
+}
+
+/* REQUIRES mu held.  Deletes tables no live version names, logs already flushed, old manifests. */
+void db_delete_obsolete_files(struct kv_db *db)
+{
+	char **names;
+	size_t n, nlive;
+	uint64_t *live;
+
+	if (db->bg_error || env_list_dir(db->env, db->dir, &names, &n) < 0)
+		return;
+	live = vs_live_files(db->vs, &nlive);
+	for (size_t i = 0; i < n; i++) {
+		const char *name = names[i];
+		uint64_t num;
+		int keep = 1, is_sst = 0;
+
+		if ((num = numbered(name, ".log")) != 0) {
+			keep = num >= db->vs->log_number || num == db->wal_number ||
+			       (db->imm && num == db->imm_log_number);
+		} else if ((num = numbered(name, ".sst")) != 0) {
+			is_sst = 1;
+			keep = 0;
+			for (size_t j = 0; j < nlive && !keep; j++)
+				keep = live[j] == num;
+			for (size_t j = 0; j < db->npending && !keep; j++)
+				keep = db->pending_outputs[j] == num;
+		} else if (!strncmp(name, "MANIFEST-", 9)) {
+			keep = strtoull(name + 9, NULL, 10) >= db->vs->manifest_number;
+		}
+		if (keep)
+			continue;
+		char *p = xasprintf("%s/%s", db->dir, name);
+		if (is_sst)
+			tcache_evict(db->tc, num);
+		if (env_unlink(db->env, p) == 0)
+			db_log(db, KV_LOG_DEBUG, "deleted %s", name);
+		free(p);
+	}
+	free(live);
+	env_free_list(names, n);
+}
+
+/* Sync and close a finished output; on any failure remove it. */
+static int finish_file(struct kv_db *db, struct env_file *f, const char *path, int ok)
+{
+	int r = ok ? env_sync(f) : 0, rc = env_close(f);
+
+	if (r == 0)
+		r = rc;
+	if (!ok || r < 0)
+		env_unlink(db->env, path);
+	return r;
+}
+
+int db_write_level0(struct kv_db *db, struct memtable *m, struct version_edit *edit)
+{
+	struct sst_options so = {
+		db->opt.block_size, db->opt.block_restart_interval, db->opt.compression_level,
+		db->opt.bloom_bits_per_key,
+	};
+	uint64_t number = vs_new_file_number(db->vs);
+	char *path = sst_path(db, number);
+	struct sst_props props;
+	struct sst_builder *b = NULL;
+	struct env_file *f = NULL;
+	struct iter *it;
+	int r;
+
+	memset(&props, 0, sizeof(props));
+	db_pending_add(db, number);
+	pthread_mutex_unlock(&db->mu);
+
+	r = env_open_append(db->env, path, &f);
+	if (r < 0)
+		goto out;
+	b = sst_builder_new(f, &so, path);
+	it = mem_iter_new(m);
+	for (iter_seek_first(it); r == 0 && iter_valid(it); iter_next(it))
+		r = sst_builder_add(b, iter_key(it), iter_value(it));
+	iter_destroy(it);
+	it = mem_range_iter_new(m);
+	for (iter_seek_first(it); r == 0 && iter_valid(it); iter_next(it)) {
+		struct slice k = iter_key(it);
+		r = sst_builder_add_range_del(b, ikey_user(k), iter_value(it), ikey_seq(k));
+	}
+	iter_destroy(it);
+	if (r == 0)
+		r = sst_builder_finish(b, &props);
+	sst_builder_free(b);
+	r = finish_file(db, f, path, r == 0);
+	if (r == 0)
+		r = env_sync_dir(db->env, db->dir);
+out:
+	pthread_mutex_lock(&db->mu);
+	if (r == 0) {
+		edit_add_file(edit, 0, number, props.file_size, buf_slice(&props.smallest),
+			      buf_slice(&props.largest), props.smallest_seq, props.largest_seq,
+			      props.num_entries, props.num_range_dels);
+		db_count(&db->stats.flushes, 1);
+		db_count(&db->stats.bytes_flushed, props.file_size);
+		db_log(db, KV_LOG_DEBUG, "flushed %llu entries to %06llu.sst (%llu bytes)",
+		       (unsigned long long)props.num_entries, (unsigned long long)number,
+		       (unsigned long long)props.file_size);
+	}
+	sst_props_free(&props);
+	free(path);
+	return r;
+}
+
+void *db_flush_main(void *arg)
+{
+	struct kv_db *db = arg;
+
+	pthread_mutex_lock(&db->mu);
+	while (!db->shutting_down) {
+		if (!db->imm || db->bg_error) {
+			pthread_cond_wait(&db->work_cv, &db->mu);
+			continue;
+		}
+		struct version_edit edit;
+		uint64_t number;
+		int r;
+
+		edit_init(&edit);
+		r = db_write_level0(db, db->imm, &edit);
+		number = edit.nadds ? edit.adds[0].f->number : 0;
+		if (r == 0) {
+			/* every log older than the active one is now in a table */
+			edit.has_log_number = 1;
+			edit.log_number = db->wal_number;
+			r = vs_log_and_apply(db->vs, &edit);
+		}
+		if (number)
+			db_pending_remove(db, number);
+		edit_free(&edit);
+		if (r == 0) {
+			mem_unref(db->imm);
+			db->imm = NULL;
+			db_delete_obsolete_files(db);
+		} else {
+			db_log(db, KV_LOG_ERROR, "flush failed: %s", kv_strerror(r));
+			if (!db->bg_error)
+				db->bg_error = r;
+		}
+		pthread_cond_broadcast(&db->bg_cv);
+		pthread_cond_broadcast(&db->work_cv);
+	}
+	pthread_mutex_unlock(&db->mu);
+	return NULL;
+}
+
+/* ------------------------------------------------------------ compaction */
+
+struct compaction {
+	int level;                       /* inputs from level and level + 1 */
+	struct file_meta **in[2];
+	size_t nin[2];
+	struct version *v;               /* the version the inputs belong to */
+	int manual;
+};
+
+static void compaction_free(struct kv_db *db, struct compaction *c)
+{
+	free(c->in[0]);
+	free(c->in[1]);
+	if (c->v)
+		version_unref(c->v);
+	(void)db;
+	free(c);
+}
+
+/* The user-key range of a set of files. */
+static void range_of(struct file_meta **fs, size_t n, struct buf *lo, struct buf *hi)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct slice s = fm_smallest_user(fs[i]), l = fm_largest_user(fs[i]);
+		if (i == 0 || slice_cmp(s, buf_slice(lo)) < 0)
+			buf_set(lo, s.data, s.len);
+		if (i == 0 || slice_cmp(l, buf_slice(hi)) > 0)
+			buf_set(hi, l.data, l.len);
+	}
+}
+
+/* Inputs at level + 1 for the chosen level inputs. */
+static void add_next_level(struct compaction *c)
+{
+	struct buf lo = BUF_INIT, hi = BUF_INIT;
+	struct slice slo, shi;
+
+	range_of(c->in[0], c->nin[0], &lo, &hi);
+	slo = buf_slice(&lo);
+	shi = buf_slice(&hi);
+	c->in[1] = version_overlapping(c->v, c->level + 1, &slo, &shi, 0, &c->nin[1]);
+	buf_free(&lo);
+	buf_free(&hi);
+}
+
+/* REQUIRES mu held. */
+static struct compaction *pick_compaction(struct kv_db *db)
+{
+	struct version *v = db->vs->current;
+	struct manual_compaction *m = db->manual;
+	struct compaction *c;
+
+	if (!m && v->score < 1)
+		return NULL;
+	c = xcalloc(1, sizeof(*c));
+	c->v = v;
+	version_ref(v);
+	if (m) {
+		struct slice lo = buf_slice(&m->lo), hi = buf_slice(&m->hi);
+		c->manual = 1;
+		c->level = m->level;
+		c->in[0] = version_overlapping(v, m->level, m->has_lo ? &lo : NULL,
+					       m->has_hi ? &hi : NULL, 1, &c->nin[0]);
+	} else if (v->score_level == 0) {
+		c->level = 0;
+		c->in[0] = version_overlapping(v, 0, NULL, NULL, 1, &c->nin[0]);
+	} else {
+		int l = c->level = v->score_level;
+		struct buf *cp = &db->vs->compact_pointer[l];
+		size_t i = 0;
+
+		if (cp->len)
+			while (i < v->nfiles[l] &&
+			       ikey_cmp(buf_slice(&v->files[l][i]->largest), buf_slice(cp)) <= 0)
+				i++;
+		if (i == v->nfiles[l])
+			i = 0;
+		c->in[0] = xmalloc(sizeof(struct file_meta *));
+		c->in[0][0] = v->files[l][i];
+		c->nin[0] = 1;
+	}
+	if (c->nin[0] == 0) {
+		compaction_free(db, c);
+		return NULL;
+	}
+	add_next_level(c);
+	return c;
+}
+
+/* Tells, for user keys in increasing order, whether a level below the output holds them. */
+struct base_check {
+	struct version *v;
+	int from_level;
+	size_t pos[NUM_LEVELS];
+};
+
+static int deeper_has(struct base_check *bc, struct slice lo, struct slice hi)
+{
+	for (int l = bc->from_level; l < NUM_LEVELS; l++) {
+		struct file_meta **fs = bc->v->files[l];
+		size_t n = bc->v->nfiles[l];
+		while (bc->pos[l] < n && slice_cmp(fm_largest_user(fs[bc->pos[l]]), lo) < 0)
+			bc->pos[l]++;
+		if (bc->pos[l] < n && slice_cmp(fm_smallest_user(fs[bc->pos[l]]), hi) <= 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* For tombstone fragments (not in key order with point keys): a fresh scan. */
+static int deeper_overlaps(struct version *v, int from_level, struct slice lo, struct slice hi)
+{
+	for (int l = from_level; l < NUM_LEVELS; l++)
+		for (size_t i = 0; i < v->nfiles[l]; i++)
+			if (slice_cmp(fm_largest_user(v->files[l][i]), lo) >= 0 &&
+			    slice_cmp(fm_smallest_user(v->files[l][i]), hi) < 0)
+				return 1;
+	return 0;
+}
+
+struct output {
+	uint64_t number;
+	char *path;
+	struct env_file *f;
+	struct sst_builder *b;
+	struct buf lo;         /* tombstones from here (empty with has_lo = 0: unbounded) */
+	int has_lo;
+};
+
+struct compact_state {
+	struct kv_db *db;
+	struct compaction *c;
+	struct sst_options so;
+	uint64_t oldest;
+	struct rdel_set *tombs;
+	struct output cur;
+	int open;
+	struct version_edit edit;
+	uint64_t *outputs;
+	size_t noutputs;
+	uint64_t bytes_written;
+};
+
+static int open_output(struct compact_state *cs, struct slice lo, int has_lo)
+{
+	struct kv_db *db = cs->db;
+	int r;
+
+	pthread_mutex_lock(&db->mu);
+	cs->cur.number = vs_new_file_number(db->vs);
+	db_pending_add(db, cs->cur.number);
+	pthread_mutex_unlock(&db->mu);
+	cs->outputs = xrealloc(cs->outputs, (cs->noutputs + 1) * sizeof(uint64_t));
+	cs->outputs[cs->noutputs++] = cs->cur.number;
+	cs->cur.path = sst_path(db, cs->cur.number);
+	r = env_open_append(db->env, cs->cur.path, &cs->cur.f);
+	if (r < 0) {
+		free(cs->cur.path);
+		return r;
+	}
+	cs->cur.b = sst_builder_new(cs->cur.f, &cs->so, cs->cur.path);
+	buf_set(&cs->cur.lo, lo.data, lo.len);
+	cs->cur.has_lo = has_lo;
+	cs->open = 1;
+	return 0;
+}
+
+/* Add the tombstone pieces inside [cur.lo, hi) (hi NULL: unbounded) to the open output. */
+static int add_tombstones(struct compact_state *cs, const struct slice *hi)
+{
+	const struct rdel_set *s = cs->tombs;
+	struct slice lo = buf_slice(&cs->cur.lo);
+	size_t i = cs->cur.has_lo ? rdel_set_find(s, lo) : 0;
+	int r = 0;
+
+	for (; i < rdel_set_count(s) && r == 0; i++) {
+		const struct rdel_frag *fr = rdel_set_frag(s, i);
+		struct slice a = fr->start, b = fr->end;
+		if (hi && slice_cmp(a, *hi) >= 0)
+			break;
+		if (cs->cur.has_lo && slice_cmp(a, lo) < 0)
+			a = lo;
+		if (hi && slice_cmp(b, *hi) > 0)
+			b = *hi;
+		if (slice_cmp(a, b) >= 0)
+			continue;
+		int kept_old = 0;
+		for (size_t k = 0; k < fr->nseqs && r == 0; k++) {
+			uint64_t seq = fr->seqs[k];
+			if (seq <= cs->oldest) {
+				if (kept_old)
+					break;   /* older ones are shadowed for every reader */
+				kept_old = 1;
+				if (!deeper_overlaps(cs->c->v, cs->c->level + 2, a, b))
+					break;   /* nothing below for it to delete */
+			}
+			r = sst_builder_add_range_del(cs->cur.b, a, b, seq);
+		}
+	}
+	return r;
+}
+
+static int close_output(struct compact_state *cs, const struct slice *hi, int ok)
+{
+	struct sst_props props;
+	int r = ok ? add_tombstones(cs, hi) : 0;
+
+	memset(&props, 0, sizeof(props));
+	if (ok && r == 0)
+		r = sst_builder_finish(cs->cur.b, &props);
+	sst_builder_free(cs->cur.b);
+	r = finish_file(cs->db, cs->cur.f, cs->cur.path, ok && r == 0) ?: r;
+	if (ok && r == 0) {
+		if (props.num_entries + props.num_range_dels == 0) {
+			env_unlink(cs->db->env, cs->cur.path);
+		} else {
+			edit_add_file(&cs->edit, cs->c->level + 1, cs->cur.number, props.file_size,
+				      buf_slice(&props.smallest), buf_slice(&props.largest),
+				      props.smallest_seq, props.largest_seq, props.num_entries,
+				      props.num_range_dels);
+			cs->bytes_written += props.file_size;
+		}
+	}
+	sst_props_free(&props);
+	free(cs->cur.path);
+	cs->open = 0;
+	return r;
+}
+
+/* Gather every input's tombstones (all sequences) into one fragmented set. */
+static struct rdel_set *input_tombstones(struct kv_db *db, struct compaction *c)
+{
+	struct cache_handle **pins = NULL;
+	size_t npins = 0, n = 0, cap = 0;
+	struct rtomb *t = NULL;
+	struct rdel_set *s;
+
+	for (int w = 0; w < 2; w++) {
+		for (size_t i = 0; i < c->nin[w]; i++) {
+			struct file_meta *f = c->in[w][i];
+			struct cache_handle *h;
+			struct sst *tb;
+			if (!f->range_dels || tcache_get(db->tc, f, &tb, &h) < 0)
+				continue;  /* an unreadable input fails in its iterator */
+			pins = xrealloc(pins, (npins + 1) * sizeof(*pins));
+			pins[npins++] = h;
+			const struct rdel_set *fs = sst_range_dels(tb);
+			for (size_t j = 0; j < rdel_set_count(fs); j++) {
+				const struct rdel_frag *fr = rdel_set_frag(fs, j);
+				for (size_t k = 0; k < fr->nseqs; k++) {
+					if (n == cap) {
+						cap = cap ? cap * 2 : 16;
+						t = xrealloc(t, cap * sizeof(*t));
+					}
+					t[n].start = fr->start;
+					t[n].end = fr->end;
+					t[n].seq = fr->seqs[k];
+					n++;
+				}
+			}
+		}
+	}
+	/* the set copies the keys; the tables may close after this */
+	s = rdel_set_build(t, n, SEQ_MAX, 0);
+	for (size_t i = 0; i < npins; i++)
+		tcache_release(db->tc, pins[i]);
+	free(pins);
+	free(t);
+	return s;
+}
+
+/*
+ * Run compaction c.  REQUIRES mu held; releases it during the merge.
+ */
+static int run_compaction(struct kv_db *db, struct compaction *c)
+{
+	struct compact_state cs;
+	struct iter **children, *merged;
+	size_t nchildren = 0;
+	struct base_check bc;
+	struct buf cur_key = BUF_INIT, last_added = BUF_INIT;
+	int have_key = 0, r = 0;
+	uint64_t last_seq_for_key = SEQ_MAX, bytes_read = 0;
+	void *filter_state = NULL;
+	struct kv_compaction_filter *filter = db->opt.compaction_filter;
+
+	memset(&cs, 0, sizeof(cs));
+	cs.db = db;
+	cs.c = c;
+	cs.so = (struct sst_options){ db->opt.block_size, db->opt.block_restart_interval,
+				      db->opt.compression_level, db->opt.bloom_bits_per_key };
+	cs.oldest = db_oldest_snapshot(db);
+	edit_init(&cs.edit);
+	memset(&bc, 0, sizeof(bc));
+	bc.v = c->v;
+	bc.from_level = c->level + 2;
+
+	/* a single file with nothing below it in the next level moves without rewriting */
+	if (!c->manual && c->nin[0] == 1 && c->nin[1] == 0 && c->level > 0) {
+		struct file_meta *f = c->in[0][0];
+		edit_del_file(&cs.edit, c->level, f->number);
+		edit_add_file(&cs.edit, c->level + 1, f->number, f->size, buf_slice(&f->smallest),
+			      buf_slice(&f->largest), f->smallest_seq, f->largest_seq, f->entries,
+			      f->range_dels);
+		r = vs_log_and_apply(db->vs, &cs.edit);
+		edit_free(&cs.edit);
+		return r;
+	}
+
+	pthread_mutex_unlock(&db->mu);
+	children = xmalloc((c->nin[0] + c->nin[1] + 1) * sizeof(*children));
+	for (int w = 0; w < 2; w++) {
+		for (size_t i = 0; i < c->nin[w]; i++) {
+			children[nchildren++] = tcache_iter(db->tc, c->in[w][i], 0);
+			bytes_read += c->in[w][i]->size;
+		}
+	}
+	merged = merge_iter_new(children, nchildren, ikey_cmp_fn);
+	free(children);
+	cs.tombs = input_tombstones(db, c);
+	if (filter && filter->start)
+		filter_state = filter->start(filter->arg);
+
+	for (iter_seek_first(merged); iter_valid(merged); iter_next(merged)) {
+		struct slice ik = iter_key(merged), uk;
+		uint64_t seq;
+		int type, drop = 0;
+
+		if (__atomic_load_n(&db->shutting_down, __ATOMIC_RELAXED)) {
+			r = -ECANCELED;
+			break;
+		}
+		if (!ikey_valid(ik)) {
+			r = KV_CORRUPT("%s: invalid internal key in a compaction input", db->dir);
+			break;
+		}
+		uk = ikey_user(ik);
+		seq = ikey_seq(ik);
+		type = ikey_type(ik);
+		if (!have_key || !slice_eq(uk, buf_slice(&cur_key))) {
+			buf_set(&cur_key, uk.data, uk.len);
+			have_key = 1;
+			last_seq_for_key = SEQ_MAX;
+		}
+		if (last_seq_for_key <= cs.oldest)
+			drop = 1;
+		else if (rdel_set_covering(cs.tombs, uk, cs.oldest) > seq)
+			drop = 1;
+		else if (type == KT_DELETE && seq <= cs.oldest && !deeper_has(&bc, uk, uk))
+			drop = 1;
+		last_seq_for_key = seq;
+
+		struct slice value = iter_value(merged);
+		struct buf del = BUF_INIT;
+		if (!drop && type == KT_PUT && filter && seq <= cs.oldest &&
+		    filter->filter(filter_state, uk.data, uk.len, value.data, value.len)) {
+			if (!deeper_has(&bc, uk, uk)) {
+				drop = 1;
+			} else {
+				ikey_append(&del, uk, seq, KT_DELETE);
+				ik = buf_slice(&del);
+				value = slice_make(NULL, 0);
+			}
+		}
+		if (!drop) {
+			if (cs.open && sst_builder_file_size(cs.cur.b) >= db->opt.target_file_size) {
+				/* cut between user keys only: a key's versions stay in one file */
+				if (!slice_eq(uk, buf_slice(&last_added)))
+					r = close_output(&cs, &uk, 1);
+			}
+			if (r == 0 && !cs.open)
+				r = open_output(&cs, uk, cs.noutputs > 0);
+			if (r == 0)
+				r = sst_builder_add(cs.cur.b, ik, value);
+			buf_set(&last_added, uk.data, uk.len);
+		}
+		buf_free(&del);
+		if (r < 0)
+			break;
+	}
+	if (r == 0)
+		r = iter_status(merged);
+	if (r == 0 && !cs.open && rdel_set_count(cs.tombs) > 0)
+		r = open_output(&cs, slice_make(NULL, 0), 0);
+	if (cs.open)
+		r = close_output(&cs, NULL, r == 0) ?: r;
+	iter_destroy(merged);
+	if (filter && filter->finish)
+		filter->finish(filter_state);
+	rdel_set_free(cs.tombs);
+	buf_free(&cur_key);
+	buf_free(&last_added);
+	if (r == 0 && cs.noutputs)
+		r = env_sync_dir(db->env, db->dir);  /* the outputs' names are durable first */
+
+	pthread_mutex_lock(&db->mu);
+	if (r == 0) {
+		for (int w = 0; w < 2; w++)
+			for (size_t i = 0; i < c->nin[w]; i++)
+				edit_del_file(&cs.edit, c->level + w, c->in[w][i]->number);
+		if (!c->manual && c->level > 0) {
+			struct slice last = buf_slice(&c->in[0][c->nin[0] - 1]->largest);
+			edit_set_compact_pointer(&cs.edit, c->level, last);
+		}
+		if (r == 0)
+			r = vs_log_and_apply(db->vs, &cs.edit);
+	}
+	for (size_t i = 0; i < cs.noutputs; i++)
+		db_pending_remove(db, cs.outputs[i]);
+	if (r == 0) {
+		db_count(&db->stats.compactions, 1);
+		db_count(&db->stats.bytes_compacted_read, bytes_read);
+		db_count(&db->stats.bytes_compacted_written, cs.bytes_written);
+	}
+	free(cs.outputs);
+	buf_free(&cs.cur.lo);
+	edit_free(&cs.edit);
+	return r;
+}
+
+int db_needs_compaction(struct kv_db *db)
+{
+	return db->manual || db->vs->current->score >= 1;
+}
+
+void *db_compact_main(void *arg)
+{
+	struct kv_db *db = arg;
+
+	pthread_mutex_lock(&db->mu);
+	while (!db->shutting_down) {
+		struct compaction *c;
+		int r;
+
+		if (db->bg_error || !db_needs_compaction(db) || !(c = pick_compaction(db))) {
+			if (db->manual && !db->bg_error) {
+				/* nothing to do at this level */
+				db->manual->done = 1;
+				db->manual->status = 0;
+				db->manual = NULL;
+				pthread_cond_broadcast(&db->bg_cv);
+				continue;
+			}
+			pthread_cond_wait(&db->work_cv, &db->mu);
+			continue;
+		}
+		db->compacting = 1;
+		r = run_compaction(db, c);
+		db->compacting = 0;
+		if (c->manual && db->manual) {
+			db->manual->done = 1;
+			db->manual->status = r;
+			db->manual = NULL;
+		}
+		compaction_free(db, c);
+		if (r == 0) {
+			db_delete_obsolete_files(db);
+		} else if (r != -ECANCELED) {
+			db_log(db, KV_LOG_ERROR, "compaction failed: %s", kv_strerror(r));
+			if (!db->bg_error)
+				db->bg_error = r;
+		}
+		pthread_cond_broadcast(&db->bg_cv);
+	}
+	pthread_mutex_unlock(&db->mu);
+	return NULL;
+}

@@ -1,0 +1,109 @@
+/*
+ * db.h -- the database object shared by db.c (open, recovery, the write
+ * path, point reads), dbiter.c (iterators) and compaction.c (flushes and
+ * compactions).  Private to the kv layer.
+ *
+ * Locking: db->mu protects every field not marked otherwise.  The write
+ * path's leader inserts into db->mem without the mutex (it is the only
+ * writer; readers are lock-free, see memtable.h) and publishes the new last
+ * sequence with a release store, so a reader that loads it with acquire sees
+ * every entry up to it.
+ */
+#ifndef SMOLFS_DB_H
+#define SMOLFS_DB_H
+
+#include <pthread.h>
+
+#include "batch.h"
+#include "cache.h"
+#include "kv.h"
+#include "memtable.h"
+#include "rangedel.h"
+#include "version.h"
+#include "wal.h"
+
+struct writer {
+	const struct kv_batch *batch;
+	int sync;
+	int done;
+	int status;
+	pthread_cond_t cv;
+	struct writer *next;
+};
+
+struct snapshot_node {
+	uint64_t seq;
+	struct snapshot_node *prev, *next;
+};
+
+/* A request from kv_compact_range, served by the compaction thread. */
+struct manual_compaction {
+	int level;
+	struct buf lo, hi;
+	int has_lo, has_hi;
+	int done;
+	int status;
+};
+
+struct kv_db {
+	char *dir;
+	struct kv_options opt;
+	struct kv_env *env;
+	struct env_file *lock;
+
+	pthread_mutex_t mu;
+	pthread_cond_t bg_cv;          /* signalled when a flush or compaction finishes */
+	pthread_cond_t work_cv;        /* wakes the background threads */
+
+	struct memtable *mem;          /* active memtable; its log is wal_number */
+	struct memtable *imm;          /* being flushed, or NULL */
+	uint64_t imm_log_number;
+	struct wal_writer *wal;
+	uint64_t wal_number;
+	uint64_t last_seq;             /* atomic: loads with acquire */
+
+	struct version_set *vs;
+	struct table_cache *tc;
+	struct cache *block_cache;
+
+	struct writer *writers_head, *writers_tail;
+	struct kv_batch *group;        /* scratch for group commit (leader only) */
+	struct snapshot_node snapshots; /* list head; oldest first */
+
+	pthread_t flush_thread, compact_thread;
+	int threads_started;
+	int shutting_down;
+	int bg_error;                  /* first background error; writes fail with it */
+	int compacting;                /* the compaction thread is working */
+	int flush_requested;
+	struct manual_compaction *manual;
+	uint64_t *pending_outputs;     /* file numbers being written (not yet live) */
+	size_t npending, pending_cap;
+
+	struct kv_stats stats;         /* counters updated with atomics */
+};
+
+/* compaction.c */
+void *db_flush_main(void *arg);
+void *db_compact_main(void *arg);
+/* Write a memtable to a new level-0 table; adds it to edit. REQUIRES mu held (released inside). */
+int db_write_level0(struct kv_db *db, struct memtable *m, struct version_edit *edit);
+void db_delete_obsolete_files(struct kv_db *db);
+uint64_t db_oldest_snapshot(struct kv_db *db);
+void db_pending_add(struct kv_db *db, uint64_t number);
+void db_pending_remove(struct kv_db *db, uint64_t number);
+int db_needs_compaction(struct kv_db *db);
+
+/* db.c */
+void db_log(struct kv_db *db, enum kv_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static inline uint64_t db_last_seq(struct kv_db *db)
+{
+	return __atomic_load_n(&db->last_seq, __ATOMIC_ACQUIRE);
+}
+static inline void db_count(uint64_t *counter, uint64_t n)
+{
+	__atomic_add_fetch(counter, n, __ATOMIC_RELAXED);
+}
+
+#endif

@@ -1,0 +1,467 @@
+/*
+ * dbiter.c -- the public iterator: one consistent snapshot of the database
+ * as a sorted stream of live user keys.
+ *
+ * Beneath it a merging iterator walks every source's internal keys (active
+ * and immutable memtables, each level-0 table, each deeper level), newest
+ * version first for each user key.  This layer hides what the snapshot
+ * cannot see (sequences above it), what is deleted (a deletion marker as the
+ * newest visible version, or a range tombstone newer than the version), and
+ * the older versions of each key.
+ *
+ * Range tombstones of all sources that overlap the iterator's bounds are
+ * gathered once, at creation, into one fragmented set holding for each
+ * fragment the newest sequence visible at the snapshot; a cursor then answers
+ * "is this key deleted" in amortised constant time.  When a key is covered,
+ * every source whose newest entry is older than the tombstone is sought
+ * straight past the fragment, so a deleted row or table is skipped, not
+ * walked.
+ *
+ * Forward, the merging iterator stands on the entry being returned.
+ * Backward, it stands just before all entries of the returned key, and the
+ * key and value are copied aside (the versions of a key are met oldest first
+ * going backward, so the answer is only known after passing them all).
+ */
+#include "db.h"
+#include "merge.h"
+
+#include <stdlib.h>
+
+struct kv_iter {
+	struct kv_db *db;
+	struct iter *merged;
+	struct memtable *mem, *imm;
+	struct version *v;
+	uint64_t seq;
+	struct rdel_set *tombs;
+	struct rdel_cursor cursor;
+	struct buf lower, upper;
+	int has_lower, has_upper;
+	int reverse;
+	int valid;
+	int status;
+	struct buf saved_key, saved_value;   /* reverse: the current entry; forward: scratch */
+	struct buf seek_key;
+};
+
+static void collect_mem(struct memtable *m, uint64_t snap, struct rtomb **t, size_t *n, size_t *cap)
+{
+	struct iter *it;
+
+	if (!m || mem_range_dels(m) == 0)
+		return;
+	it = mem_range_iter_new(m);
+	for (iter_seek_first(it); iter_valid(it); iter_next(it)) {
+		struct slice k = iter_key(it);
+		if (ikey_seq(k) > snap)
+			continue;
+		if (*n == *cap) {
+			*cap = *cap ? *cap * 2 : 16;
+			*t = xrealloc(*t, *cap * sizeof(**t));
+		}
+		(*t)[*n].start = ikey_user(k);
+		(*t)[*n].end = iter_value(it);
+		(*t)[*n].seq = ikey_seq(k);
+		(*n)++;
+	}
+	iter_destroy(it);
+}
+
+struct kv_iter *kv_iter_new(struct kv_db *db, const struct kv_read_options *ro)
+{
+	struct kv_iter *it = xcalloc(1, sizeof(*it));
+	struct kv_read_options none = { 0 };
+	struct iter **children;
+	size_t n = 0;
+	struct rtomb *t = NULL;
+	size_t nt = 0, cap = 0, npins = 0;
+	struct cache_handle **pins = NULL;
+	struct slice lo, hi;
+	int fill;
+
+	if (!ro)
+		ro = &none;
+	fill = !ro->no_fill_cache;
+	it->db = db;
+	if (ro->lower) {
+		buf_set(&it->lower, ro->lower, ro->lower_len);
+		it->has_lower = 1;
+	}
+	if (ro->upper) {
+		buf_set(&it->upper, ro->upper, ro->upper_len);
+		it->has_upper = 1;
+	}
+	lo = buf_slice(&it->lower);
+	hi = buf_slice(&it->upper);
+
+	pthread_mutex_lock(&db->mu);
+	it->seq = ro->snapshot ? ((const struct snapshot_node *)ro->snapshot)->seq : db_last_seq(db);
+	it->mem = db->mem;
+	mem_ref(it->mem);
+	it->imm = db->imm;
+	if (it->imm)
+		mem_ref(it->imm);
+	it->v = db->vs->current;
+	version_ref(it->v);
+	pthread_mutex_unlock(&db->mu);
+
+	children = xmalloc((3 + it->v->nfiles[0] + NUM_LEVELS) * sizeof(*children));
+	children[n++] = mem_iter_new(it->mem);
+	if (it->imm)
+		children[n++] = mem_iter_new(it->imm);
+	for (size_t i = 0; i < it->v->nfiles[0]; i++)
+		children[n++] = tcache_iter(db->tc, it->v->files[0][i], fill);
+	for (int l = 1; l < NUM_LEVELS; l++)
+		if (it->v->nfiles[l])
+			children[n++] = level_iter_new(it->v, l, fill);
+	it->merged = merge_iter_new(children, n, ikey_cmp_fn);
+	free(children);
+
+	collect_mem(it->mem, it->seq, &t, &nt, &cap);
+	collect_mem(it->imm, it->seq, &t, &nt, &cap);
+	version_collect_range_dels(it->v, it->has_lower ? &lo : NULL, it->has_upper ? &hi : NULL,
+				   &t, &nt, &cap, &pins, &npins);
+	it->tombs = rdel_set_build(t, nt, it->seq, 1);
+	for (size_t i = 0; i < npins; i++)
+		tcache_release(db->tc, pins[i]);
+	free(pins);
+	free(t);
+	rdel_cursor_init(&it->cursor, it->tombs);
+	return it;
+}
+
+struct kv_iter *kv_iter_new_prefix(struct kv_db *db, const struct kv_snapshot *snap,
+				   const void *prefix, size_t plen)
+{
+	struct kv_read_options ro = { .snapshot = snap, .lower = prefix ? prefix : "",
+				      .lower_len = plen };
+	struct buf up = BUF_INIT;
+	struct kv_iter *it;
+	size_t n = plen;
+
+	/* the smallest key above every key with this prefix: drop trailing 0xff, add one */
+	buf_set(&up, prefix, plen);
+	while (n > 0 && (unsigned char)up.data[n - 1] == 0xff)
+		n--;
+	if (n > 0) {
+		up.data[n - 1]++;
+		ro.upper = up.data;
+		ro.upper_len = n;
+	}
+	it = kv_iter_new(db, &ro);
+	buf_free(&up);
+	return it;
+}
+
+void kv_iter_free(struct kv_iter *it)
+{
+	struct kv_db *db;
+
+	if (!it)
+		return;
+	db = it->db;
+	iter_destroy(it->merged);
+	rdel_set_free(it->tombs);
+	mem_unref(it->mem);
+	if (it->imm)
+		mem_unref(it->imm);
+	pthread_mutex_lock(&db->mu);
+	version_unref(it->v);
+	pthread_mutex_unlock(&db->mu);
+	buf_free(&it->lower);
+	buf_free(&it->upper);
+	buf_free(&it->saved_key);
+	buf_free(&it->saved_value);
+	buf_free(&it->seek_key);
+	free(it);
+}
+
+static int above_upper(struct kv_iter *it, struct slice uk)
+{
+	return it->has_upper && slice_cmp(uk, buf_slice(&it->upper)) >= 0;
+}
+
+static int below_lower(struct kv_iter *it, struct slice uk)
+{
+	return it->has_lower && slice_cmp(uk, buf_slice(&it->lower)) < 0;
+}
+
+/*
+ * uk@seq is covered by a visible tombstone: seek every source that holds
+ * nothing newer than that tombstone past the fragment.  Returns 1 if some
+ * source moved (the merge is re-heaped and its top may have changed).
+ */
+static int skip_fragment(struct kv_iter *it, const struct rdel_frag *fr, uint64_t tomb)
+{
+	struct iter **ch;
+	size_t n = merge_iter_children(it->merged, &ch);
+	int moved = 0;
+
+	buf_clear(&it->seek_key);
+	ikey_append(&it->seek_key, fr->end, SEQ_MAX, KT_SEEK);
+	for (size_t i = 0; i < n; i++) {
+		struct iter *c = ch[i];
+		if (!c->ops->max_seq || !iter_valid(c) || c->ops->max_seq(c) >= tomb)
+			continue;
+		if (slice_cmp(ikey_user(iter_key(c)), fr->end) >= 0)
+			continue;
+		iter_seek(c, buf_slice(&it->seek_key));
+		moved = 1;
+	}
+	if (moved)
+		merge_iter_reheap(it->merged);
+	return moved;
+}
+
+/*
+ * Forward: stop at the first visible, live entry at or after the merge's
+ * position.  With skipping, entries of user key `skip` (saved_key) are
+ * passed over first.
+ */
+static void find_next(struct kv_iter *it, int skipping)
+{
+	struct iter *m = it->merged;
+
+	it->valid = 0;
+	while (iter_valid(m)) {
+		struct slice ik = iter_key(m), uk;
+		uint64_t seq, tomb;
+
+		if (!ikey_valid(ik)) {
+			it->status = KV_CORRUPT("%s: invalid internal key", it->db->dir);
+			return;
+		}
+		seq = ikey_seq(ik);
+		if (seq > it->seq) {
+			iter_next(m);
+			continue;
+		}
+		uk = ikey_user(ik);
+		if (skipping && slice_cmp(uk, buf_slice(&it->saved_key)) <= 0) {
+			iter_next(m);
+			continue;
+		}
+		if (above_upper(it, uk))
+			return;
+		tomb = rdel_cursor_covering(&it->cursor, uk, it->seq);
+		if (tomb > seq) {
+			const struct rdel_frag *fr = rdel_cursor_frag(&it->cursor);
+			buf_set(&it->saved_key, uk.data, uk.len);
+			skipping = 1;
+			if (fr && skip_fragment(it, fr, tomb))
+				continue;
+		} else if (ikey_type(ik) == KT_DELETE) {
+			buf_set(&it->saved_key, uk.data, uk.len);
+			skipping = 1;
+		} else {
+			it->valid = 1;
+			return;
+		}
+		iter_next(m);
+	}
+	it->status = iter_status(m);
+}
+
+/*
+ * Backward: the merge stands on the last entry not yet considered.  Walk
+ * back, remembering the newest visible version of the current user key; when
+ * the user key changes and that version is a live value, it is the answer.
+ */
+static void find_prev(struct kv_iter *it)
+{
+	struct iter *m = it->merged;
+	int have = 0;   /* saved_key/value hold a live candidate */
+
+	it->valid = 0;
+	while (iter_valid(m)) {
+		struct slice ik = iter_key(m), uk;
+		uint64_t seq;
+
+		if (!ikey_valid(ik)) {
+			it->status = KV_CORRUPT("%s: invalid internal key", it->db->dir);
+			return;
+		}
+		seq = ikey_seq(ik);
+		uk = ikey_user(ik);
+		if (seq <= it->seq) {
+			if (have && slice_cmp(uk, buf_slice(&it->saved_key)) < 0)
+				break;   /* all versions of the candidate are behind us */
+			if (below_lower(it, uk)) {
+				have = 0;
+				break;
+			}
+			if (ikey_type(ik) == KT_DELETE ||
+			    rdel_cursor_covering(&it->cursor, uk, it->seq) > seq) {
+				have = 0;
+			} else if (!above_upper(it, uk)) {
+				struct slice v = iter_value(m);
+				buf_set(&it->saved_key, uk.data, uk.len);
+				buf_set(&it->saved_value, v.data, v.len);
+				have = 1;
+			}
+		}
+		iter_prev(m);
+	}
+	if (!iter_valid(m) && iter_status(m)) {
+		it->status = iter_status(m);
+		return;
+	}
+	it->valid = have;
+}
+
+void kv_iter_seek(struct kv_iter *it, const void *key, size_t klen)
+{
+	struct slice k = slice_make(key, klen);
+
+	if (it->status)
+		return;
+	if (below_lower(it, k))
+		k = buf_slice(&it->lower);
+	it->reverse = 0;
+	buf_clear(&it->seek_key);
+	ikey_append(&it->seek_key, k, it->seq, KT_SEEK);
+	iter_seek(it->merged, buf_slice(&it->seek_key));
+	find_next(it, 0);
+}
+
+void kv_iter_seek_first(struct kv_iter *it)
+{
+	if (it->status)
+		return;
+	if (it->has_lower) {
+		struct buf lo = BUF_INIT;
+		buf_set(&lo, it->lower.data, it->lower.len);
+		kv_iter_seek(it, lo.data, lo.len);
+		buf_free(&lo);
+		return;
+	}
+	it->reverse = 0;
+	iter_seek_first(it->merged);
+	find_next(it, 0);
+}
+
+/* Put the merge on the last entry whose user key is < bound (or the very last). */
+static void position_before(struct kv_iter *it, const struct slice *bound)
+{
+	if (bound) {
+		buf_clear(&it->seek_key);
+		ikey_append(&it->seek_key, *bound, SEQ_MAX, KT_SEEK);
+		iter_seek(it->merged, buf_slice(&it->seek_key));
+		if (iter_valid(it->merged))
+			iter_prev(it->merged);
+		else if (!iter_status(it->merged))
+			iter_seek_last(it->merged);
+	} else {
+		iter_seek_last(it->merged);
+	}
+}
+
+void kv_iter_seek_last(struct kv_iter *it)
+{
+	struct slice up = buf_slice(&it->upper);
+
+	if (it->status)
+		return;
+	it->reverse = 1;
+	position_before(it, it->has_upper ? &up : NULL);
+	find_prev(it);
+}
+
+void kv_iter_seek_for_prev(struct kv_iter *it, const void *key, size_t klen)
+{
+	struct buf succ = BUF_INIT;
+	struct slice b;
+
+	if (it->status)
+		return;
+	/* the last key <= key is the last key < key + "\0" */
+	buf_set(&succ, key, klen);
+	buf_append(&succ, "", 1);
+	b = buf_slice(&succ);
+	if (it->has_upper && slice_cmp(b, buf_slice(&it->upper)) > 0)
+		b = buf_slice(&it->upper);
+	it->reverse = 1;
+	position_before(it, &b);
+	find_prev(it);
+	buf_free(&succ);
+}
+
+int kv_iter_valid(const struct kv_iter *it)
+{
+	return it->valid && !it->status;
+}
+
+void kv_iter_next(struct kv_iter *it)
+{
+	if (!kv_iter_valid(it))
+		return;
+	if (it->reverse) {
+		/* the merge stands before the current key: step onto it, then past it */
+		it->reverse = 0;
+		if (iter_valid(it->merged))
+			iter_next(it->merged);
+		else if (!iter_status(it->merged))
+			iter_seek_first(it->merged);
+	} else {
+		struct slice uk = ikey_user(iter_key(it->merged));
+		buf_set(&it->saved_key, uk.data, uk.len);
+		iter_next(it->merged);
+	}
+	find_next(it, 1);
+}
+
+void kv_iter_prev(struct kv_iter *it)
+{
+	if (!kv_iter_valid(it))
+		return;
+	if (!it->reverse) {
+		/* step back over every version of the current key */
+		struct slice uk = ikey_user(iter_key(it->merged));
+		buf_set(&it->saved_key, uk.data, uk.len);
+		it->reverse = 1;
+		for (;;) {
+			iter_prev(it->merged);
+			if (!iter_valid(it->merged))
+				break;
+			if (slice_cmp(ikey_user(iter_key(it->merged)), buf_slice(&it->saved_key)) < 0)
+				break;
+		}
+		if (!iter_valid(it->merged) && iter_status(it->merged)) {
+			it->status = iter_status(it->merged);
+			it->valid = 0;
+			return;
+		}
+	}
+	find_prev(it);
+}
+
+const void *kv_iter_key(const struct kv_iter *it, size_t *klen)
+{
+	struct slice k;
+
+	if (it->reverse) {
+		*klen = it->saved_key.len;
+		return it->saved_key.data ? it->saved_key.data : "";
+	}
+	k = ikey_user(iter_key(it->merged));
+	*klen = k.len;
+	return k.data;
+}
+
+const void *kv_iter_value(const struct kv_iter *it, size_t *vlen)
+{
+	struct slice v;
+
+	if (it->reverse) {
+		*vlen = it->saved_value.len;
+		return it->saved_value.data ? it->saved_value.data : "";
+	}
+	v = iter_value(it->merged);
+	*vlen = v.len;
+	return v.data ? v.data : "";
+}
+
+int kv_iter_status(const struct kv_iter *it)
+{
+	return it->status;
+}

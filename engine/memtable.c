@@ -1,0 +1,599 @@
+/*
+ * memtable.c -- the memtable: an arena and two skiplists of internal keys
+ * (see memtable.h).
+ *
+ * Writes land here after the log; reads and flushes walk it while the next
+ * writes arrive.  Everything a reader touches is either immutable once
+ * published (a node's key, value and height) or a single pointer or counter
+ * read and written atomically, so readers take no lock and never wait for the
+ * writer.  Nodes are never unlinked or freed before the whole memtable is,
+ * which is what makes that safe: a reader holding a node pointer holds valid
+ * memory for as long as it holds a reference to the memtable.
+ *
+ * The one writer (mem_add; the db serialises them) fills a new node
+ * completely, including its forward links, and only then publishes it with a
+ * release store into its predecessors' links, lowest level first.  A reader
+ * loads links with acquire, so whichever node it reaches, it sees that node
+ * whole.  A reader may see a node at level 0 before the writer has linked it
+ * at the higher levels; it then just takes the slower path to it.
+ */
+#include "memtable.h"
+
+#include <assert.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+/* ---------------------------------------------------------------- arena */
+
+/*
+ * A bump allocator over chunks that live exactly as long as the memtable.
+ * Chunks start small (many memtables of tests and small databases hold a few
+ * entries) and double up to ARENA_CHUNK_MAX.  An item larger than a quarter of
+ * the next chunk gets a chunk of its own, leaving the current chunk's free
+ * space for the small items that follow; so at most a quarter of any chunk is
+ * abandoned when a new one starts.  Only the writer allocates.
+ */
+#define ARENA_CHUNK_MIN (8u * 1024)
+#define ARENA_CHUNK_MAX (1024u * 1024)
+#define ARENA_ALIGN sizeof(void *)   /* nodes begin with pointers */
+
+struct arena_chunk {
+	struct arena_chunk *next;
+	/* the chunk's bytes follow; sizeof(*this) keeps them ARENA_ALIGN-aligned */
+};
+
+struct arena {
+	char *ptr;                   /* free space of the current chunk, ARENA_ALIGN-aligned */
+	size_t left;
+	size_t next_size;            /* size of the next shared chunk */
+	struct arena_chunk *chunks;  /* every chunk, newest first; owned */
+	/*
+	 * Bytes consumed: handed out, abandoned chunk tails and chunk headers,
+	 * but not the free space left in the current chunk.  So it grows with the
+	 * data and a small write buffer flushes when it should.  Written by the
+	 * writer, read by anyone (atomic).
+	 */
+	size_t used;
+};
+
+static void arena_add_used(struct arena *a, size_t n)
+{
+	/* One writer: a relaxed load-add-store is enough; readers just need whole values. */
+	__atomic_store_n(&a->used, __atomic_load_n(&a->used, __ATOMIC_RELAXED) + n,
+			 __ATOMIC_RELAXED);
+}
+
+static char *arena_chunk_new(struct arena *a, size_t n)
+{
+	struct arena_chunk *c = xmalloc(sizeof(*c) + n);
+
+	c->next = a->chunks;
+	a->chunks = c;
+	arena_add_used(a, sizeof(*c));
+	return (char *)(c + 1);
+}
+
+/* n bytes aligned to ARENA_ALIGN, valid until arena_free. */
+static void *arena_alloc(struct arena *a, size_t n)
+{
+	char *p;
+
+	n = (n + ARENA_ALIGN - 1) & ~(ARENA_ALIGN - 1);
+	if (n > a->left) {
+		if (n > a->next_size / 4) {
+			p = arena_chunk_new(a, n);
+			arena_add_used(a, n);
+			return p;
+		}
+		arena_add_used(a, a->left);   /* the old chunk's tail is lost */
+		a->ptr = arena_chunk_new(a, a->next_size);
+		a->left = a->next_size;
+		if (a->next_size < ARENA_CHUNK_MAX)
+			a->next_size *= 2;
+	}
+	p = a->ptr;
+	a->ptr += n;
+	a->left -= n;
+	arena_add_used(a, n);
+	assert(((uintptr_t)p & (ARENA_ALIGN - 1)) == 0);
+	return p;
+}
+
+static void arena_free(struct arena *a)
+{
+	struct arena_chunk *c = a->chunks, *next;
+
+	for (; c; c = next) {
+		next = c->next;
+		free(c);
+	}
+	a->chunks = NULL;
+}
+
+/* ---------------------------------------------------------------- skiplist */
+
+#define SKIP_MAX_HEIGHT 12
+#define SKIP_BRANCH_BITS 2    /* a node reaches the next level with probability 1/4 */
+
+/*
+ * A node is one arena allocation laid out as
+ *
+ *     link[height - 1] ... link[1] link[0] | varint32 klen | ikey | varint32 vlen | value
+ *
+ * and a node pointer points just past the links, at the key's length.  So the
+ * key is found without knowing the height (which nobody needs after the
+ * insert), and link[i] sits i + 1 pointers below the node pointer.  The type
+ * is never defined: a node is an address in the arena.
+ */
+struct mnode;
+
+static inline struct mnode **node_link(struct mnode *n, int level)
+{
+	return (struct mnode **)n - 1 - level;
+}
+
+static inline struct mnode *node_next(struct mnode *n, int level)
+{
+	return __atomic_load_n(node_link(n, level), __ATOMIC_ACQUIRE);
+}
+
+/* Decode a varint32 we wrote ourselves: trusted, so no limit to check. */
+static inline const char *node_varint(const char *p, uint32_t *v)
+{
+	const unsigned char *u = (const unsigned char *)p;
+	uint32_t r = 0;
+	int shift = 0;
+
+	while (*u & 0x80) {
+		r |= (uint32_t)(*u++ & 0x7f) << shift;
+		shift += 7;
+	}
+	*v = r | (uint32_t)*u << shift;
+	return (const char *)(u + 1);
+}
+
+static inline struct slice node_key(const struct mnode *n)
+{
+	uint32_t klen;
+	const char *p = node_varint((const char *)n, &klen);
+
+	return slice_make(p, klen);
+}
+
+static inline struct slice node_value(const struct mnode *n)
+{
+	struct slice k = node_key(n);
+	uint32_t vlen;
+	const char *p = node_varint(k.data + k.len, &vlen);
+
+	return slice_make(p, vlen);
+}
+
+/* A search key split in two, so lookups need not build an internal key. */
+struct skey {
+	struct slice user;
+	uint64_t trailer;
+};
+
+static inline struct skey skey_from_ikey(struct slice ikey)
+{
+	struct skey t = { ikey_user(ikey), ikey_trailer(ikey) };
+	return t;
+}
+
+/* ikey_cmp(node's key, t). */
+static inline int node_cmp(const struct mnode *n, const struct skey *t)
+{
+	struct slice k = node_key(n);
+	int r = slice_cmp(ikey_user(k), t->user);
+
+	if (r == 0) {
+		uint64_t tr = ikey_trailer(k);
+		r = tr > t->trailer ? -1 : tr < t->trailer;
+	}
+	return r;
+}
+
+struct skiplist {
+	struct mnode *head;   /* a node of full height with no key; never returned */
+	int height;           /* levels in use; written by the writer, read by anyone (atomic) */
+	uint64_t rng;         /* writer only */
+};
+
+static struct mnode *node_alloc(struct arena *a, int height, size_t payload)
+{
+	char *p = arena_alloc(a, sizeof(struct mnode *) * (size_t)height + payload);
+
+	return (struct mnode *)(p + sizeof(struct mnode *) * (size_t)height);
+}
+
+static void skip_init(struct skiplist *l, struct arena *a, uint64_t seed)
+{
+	l->head = node_alloc(a, SKIP_MAX_HEIGHT, 0);
+	for (int i = 0; i < SKIP_MAX_HEIGHT; i++)
+		*node_link(l->head, i) = NULL;
+	l->height = 1;
+	l->rng = seed;
+}
+
+static int skip_height(const struct skiplist *l)
+{
+	/* Relaxed: a stale height only means starting the search lower. */
+	return __atomic_load_n(&l->height, __ATOMIC_RELAXED);
+}
+
+static int random_height(struct skiplist *l)
+{
+	uint64_t r = rand_next(&l->rng);
+	int h = 1;
+
+	while (h < SKIP_MAX_HEIGHT && (r & ((1u << SKIP_BRANCH_BITS) - 1)) == 0) {
+		h++;
+		r >>= SKIP_BRANCH_BITS;
+	}
+	return h;
+}
+
+/*
+ * The first node >= t, or NULL.  If prev is not NULL, prev[i] is set to the
+ * last node < t at each level i below the current height (the head if none).
+ * Descending a level often leads to the node just found to be >= t again;
+ * remembering it saves comparing with it once more.
+ */
+static struct mnode *skip_find_ge(const struct skiplist *l, const struct skey *t,
+				  struct mnode **prev)
+{
+	struct mnode *x = l->head, *ge = NULL;
+	int level = skip_height(l) - 1;
+
+	for (;;) {
+		struct mnode *next = node_next(x, level);
+
+		if (next && next != ge && node_cmp(next, t) < 0) {
+			x = next;
+			continue;
+		}
+		ge = next;
+		if (prev)
+			prev[level] = x;
+		if (level == 0)
+			return next;
+		level--;
+	}
+}
+
+/* The last node < t, or the head if there is none. */
+static struct mnode *skip_find_lt(const struct skiplist *l, const struct skey *t)
+{
+	struct mnode *x = l->head, *ge = NULL;
+	int level = skip_height(l) - 1;
+
+	for (;;) {
+		struct mnode *next = node_next(x, level);
+
+		if (next && next != ge && node_cmp(next, t) < 0) {
+			x = next;
+			continue;
+		}
+		ge = next;
+		if (level == 0)
+			return x;
+		level--;
+	}
+}
+
+/* The last node, or the head if the list is empty. */
+static struct mnode *skip_find_last(const struct skiplist *l)
+{
+	struct mnode *x = l->head;
+	int level = skip_height(l) - 1;
+
+	for (;;) {
+		struct mnode *next = node_next(x, level);
+
+		if (next) {
+			x = next;
+			continue;
+		}
+		if (level == 0)
+			return x;
+		level--;
+	}
+}
+
+/*
+ * Insert (ukey, trailer) -> value.  The new node is filled in, links
+ * included, before the release stores that make it reachable.
+ * REQUIRES: the only writer; no equal key present.
+ */
+static void skip_insert(struct skiplist *l, struct arena *a, struct slice ukey, uint64_t trailer,
+			struct slice value)
+{
+	struct skey t = { ukey, trailer };
+	struct mnode *prev[SKIP_MAX_HEIGHT];
+	struct mnode *x = skip_find_ge(l, &t, prev);
+	int height = random_height(l), cur = skip_height(l);
+	size_t klen = ukey.len + IKEY_TRAILER;
+
+	assert(x == NULL || node_cmp(x, &t) != 0);
+	(void)x;
+	assert(klen <= UINT32_MAX && value.len <= UINT32_MAX);
+
+	struct mnode *n = node_alloc(a, height, (size_t)varint_length(klen) + klen +
+				     (size_t)varint_length(value.len) + value.len);
+	char *p = enc_varint32((char *)n, (uint32_t)klen);
+	if (ukey.len)
+		memcpy(p, ukey.data, ukey.len);
+	enc_fixed64(p + ukey.len, trailer);
+	p = enc_varint32(p + klen, (uint32_t)value.len);
+	if (value.len)
+		memcpy(p, value.data, value.len);
+
+	if (height > cur) {
+		for (int i = cur; i < height; i++)
+			prev[i] = l->head;
+		/*
+		 * A reader that sees the new height before the node is linked finds
+		 * NULL at the head's upper levels and simply descends.
+		 */
+		__atomic_store_n(&l->height, height, __ATOMIC_RELAXED);
+	}
+	for (int i = 0; i < height; i++) {
+		/* n is not reachable yet, so this store needs no ordering of its own. */
+		__atomic_store_n(node_link(n, i),
+				 __atomic_load_n(node_link(prev[i], i), __ATOMIC_RELAXED),
+				 __ATOMIC_RELAXED);
+		__atomic_store_n(node_link(prev[i], i), n, __ATOMIC_RELEASE);
+	}
+}
+
+/* ---------------------------------------------------------------- memtable */
+
+struct memtable {
+	struct arena arena;
+	struct skiplist points;     /* KT_PUT and KT_DELETE entries */
+	struct skiplist ranges;     /* KT_RANGE_DEL: key = ikey(start), value = end */
+	int refs;                   /* atomic */
+	/* Written by the writer, read by anyone (atomics). */
+	uint64_t entries;
+	uint64_t range_dels;
+	uint64_t max_seq;
+};
+
+struct memtable *mem_new(void)
+{
+	struct memtable *m = xcalloc(1, sizeof(*m));
+
+	m->arena.next_size = ARENA_CHUNK_MIN;
+	/* Fixed seeds: the shape of a skiplist is then reproducible from its inserts. */
+	skip_init(&m->points, &m->arena, 0x5eed0001);
+	skip_init(&m->ranges, &m->arena, 0x5eed0002);
+	m->refs = 1;
+	return m;
+}
+
+void mem_ref(struct memtable *m)
+{
+	int old = __atomic_fetch_add(&m->refs, 1, __ATOMIC_RELAXED);
+
+	assert(old > 0);
+	(void)old;
+}
+
+void mem_unref(struct memtable *m)
+{
+	if (!m)
+		return;
+	/* acq_rel: the thread that frees must see every other holder's last use. */
+	int old = __atomic_fetch_sub(&m->refs, 1, __ATOMIC_ACQ_REL);
+
+	assert(old > 0);
+	if (old != 1)
+		return;
+	arena_free(&m->arena);
+	free(m);
+}
+
+static void counter_inc(uint64_t *c)
+{
+	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+}
+
+void mem_add(struct memtable *m, uint64_t seq, int type, struct slice key, struct slice value)
+{
+	assert(seq <= SEQ_MAX);
+	assert(type == KT_PUT || type == KT_DELETE || type == KT_RANGE_DEL);
+	assert(type != KT_RANGE_DEL || slice_cmp(key, value) < 0);
+
+	/*
+	 * Raise max_seq before the node is published: a reader that finds the
+	 * node (through an acquire load) then also sees a max_seq covering it,
+	 * so iter max_seq() is an upper bound for whatever the iterator shows.
+	 */
+	if (seq > __atomic_load_n(&m->max_seq, __ATOMIC_RELAXED))
+		__atomic_store_n(&m->max_seq, seq, __ATOMIC_RELAXED);
+
+	if (type == KT_RANGE_DEL) {
+		skip_insert(&m->ranges, &m->arena, key, ikey_pack(seq, type), value);
+		counter_inc(&m->range_dels);
+	} else {
+		if (type == KT_DELETE)
+			value = slice_make(NULL, 0);
+		skip_insert(&m->points, &m->arena, key, ikey_pack(seq, type), value);
+		counter_inc(&m->entries);
+	}
+}
+
+int mem_get(struct memtable *m, struct slice ukey, uint64_t snap_seq, int *type, uint64_t *seq,
+	    struct slice *value)
+{
+	if (snap_seq > SEQ_MAX)
+		snap_seq = SEQ_MAX;   /* "everything": callers may pass UINT64_MAX */
+
+	struct skey t = { ukey, ikey_pack(snap_seq, KT_SEEK) };
+	struct mnode *n = skip_find_ge(&m->points, &t, NULL);
+
+	if (!n)
+		return 0;
+	struct slice k = node_key(n);
+	if (!slice_eq(ikey_user(k), ukey))
+		return 0;
+	*type = ikey_type(k);
+	*seq = ikey_seq(k);
+	*value = node_value(n);
+	assert(*type == KT_PUT || *type == KT_DELETE);
+	assert(*seq <= snap_seq);
+	return 1;
+}
+
+size_t mem_bytes(const struct memtable *m)
+{
+	return __atomic_load_n(&m->arena.used, __ATOMIC_RELAXED);
+}
+
+uint64_t mem_entries(const struct memtable *m)
+{
+	return __atomic_load_n(&m->entries, __ATOMIC_RELAXED);
+}
+
+uint64_t mem_range_dels(const struct memtable *m)
+{
+	return __atomic_load_n(&m->range_dels, __ATOMIC_RELAXED);
+}
+
+uint64_t mem_max_seq(const struct memtable *m)
+{
+	return __atomic_load_n(&m->max_seq, __ATOMIC_RELAXED);
+}
+
+/* ---------------------------------------------------------------- iterators */
+
+/*
+ * An iterator is a node pointer and a reference.  The list has no back links,
+ * so prev() searches from the top for the last node before the current key:
+ * O(log n) per step instead of O(1), the usual price of a lock-free list.
+ */
+struct mem_iter {
+	struct iter base;
+	struct memtable *m;         /* one reference, dropped by destroy */
+	const struct skiplist *list;
+	struct mnode *node;         /* NULL: not valid */
+};
+
+static int mi_valid(struct iter *it)
+{
+	return ((struct mem_iter *)it)->node != NULL;
+}
+
+static void mi_seek_first(struct iter *it)
+{
+	struct mem_iter *mi = (struct mem_iter *)it;
+
+	mi->node = node_next(mi->list->head, 0);
+}
+
+static void mi_seek_last(struct iter *it)
+{
+	struct mem_iter *mi = (struct mem_iter *)it;
+	struct mnode *x = skip_find_last(mi->list);
+
+	mi->node = x == mi->list->head ? NULL : x;
+}
+
+static void mi_seek(struct iter *it, struct slice target)
+{
+	struct mem_iter *mi = (struct mem_iter *)it;
+
+	assert(target.len >= IKEY_TRAILER);
+	struct skey t = skey_from_ikey(target);
+	mi->node = skip_find_ge(mi->list, &t, NULL);
+}
+
+static void mi_next(struct iter *it)
+{
+	struct mem_iter *mi = (struct mem_iter *)it;
+
+	assert(mi->node);
+	mi->node = node_next(mi->node, 0);
+}
+
+static void mi_prev(struct iter *it)
+{
+	struct mem_iter *mi = (struct mem_iter *)it;
+
+	assert(mi->node);
+	struct skey t = skey_from_ikey(node_key(mi->node));
+	struct mnode *x = skip_find_lt(mi->list, &t);
+	mi->node = x == mi->list->head ? NULL : x;
+}
+
+static struct slice mi_key(struct iter *it)
+{
+	struct mem_iter *mi = (struct mem_iter *)it;
+
+	assert(mi->node);
+	return node_key(mi->node);
+}
+
+static struct slice mi_value(struct iter *it)
+{
+	struct mem_iter *mi = (struct mem_iter *)it;
+
+	assert(mi->node);
+	return node_value(mi->node);
+}
+
+static int mi_status(struct iter *it)
+{
+	(void)it;
+	return 0;   /* memory cannot be corrupt in a way we could detect */
+}
+
+static void mi_destroy(struct iter *it)
+{
+	struct mem_iter *mi = (struct mem_iter *)it;
+
+	mem_unref(mi->m);
+	free(mi);
+}
+
+static uint64_t mi_max_seq(struct iter *it)
+{
+	return mem_max_seq(((struct mem_iter *)it)->m);
+}
+
+static const struct iter_ops mem_iter_ops = {
+	.valid = mi_valid,
+	.seek_first = mi_seek_first,
+	.seek_last = mi_seek_last,
+	.seek = mi_seek,
+	.next = mi_next,
+	.prev = mi_prev,
+	.key = mi_key,
+	.value = mi_value,
+	.status = mi_status,
+	.destroy = mi_destroy,
+	.max_seq = mi_max_seq,
+};
+
+static struct iter *iter_over(struct memtable *m, const struct skiplist *list)
+{
+	struct mem_iter *mi = xcalloc(1, sizeof(*mi));
+
+	mi->base.ops = &mem_iter_ops;
+	mem_ref(m);
+	mi->m = m;
+	mi->list = list;
+	mi->node = NULL;
+	return &mi->base;
+}
+
+struct iter *mem_iter_new(struct memtable *m)
+{
+	return iter_over(m, &m->points);
+}
+
+struct iter *mem_range_iter_new(struct memtable *m)
+{
+	return iter_over(m, &m->ranges);
+}

@@ -1,0 +1,53 @@
+/*
+ * memtable.h -- the in-memory write buffer: a skiplist of internal keys.
+ *
+ * One writer inserts at a time (the caller serialises writers; the db's write
+ * path does); any number of readers and iterators run concurrently with it
+ * without locks: nodes are allocated from an arena, linked with release
+ * stores and read with acquire loads, and never freed until the memtable is.
+ * Range tombstones go to a second skiplist of the same kind, keyed by
+ * (start, seq, KT_RANGE_DEL) with the end key as value.
+ *
+ * Memtables are reference counted: the db holds one reference, and every
+ * iterator or reader that must outlive a flush takes its own.
+ */
+#ifndef SMOLFS_MEMTABLE_H
+#define SMOLFS_MEMTABLE_H
+
+#include "dbformat.h"
+#include "iter.h"
+
+struct memtable;
+
+struct memtable *mem_new(void);            /* one reference */
+void mem_ref(struct memtable *m);
+void mem_unref(struct memtable *m);        /* frees at zero */
+
+/*
+ * Insert one entry.  type is KT_PUT or KT_DELETE (key = user key, value) or
+ * KT_RANGE_DEL (key = start, value = end).  Copies key and value.
+ * REQUIRES: external synchronisation with other mem_add calls; seq larger
+ * than that of any entry with the same user key already present.
+ */
+void mem_add(struct memtable *m, uint64_t seq, int type, struct slice key, struct slice value);
+
+/*
+ * Find the newest entry for ukey with sequence <= snap_seq.  Returns 1 and
+ * sets *type (KT_PUT or KT_DELETE), *seq, and *value (pointing into the
+ * memtable, valid while the caller holds a reference) if there is one; 0 if
+ * not.  Ignores range tombstones (the caller consults mem_range_iter).
+ */
+int mem_get(struct memtable *m, struct slice ukey, uint64_t snap_seq, int *type, uint64_t *seq,
+	    struct slice *value);
+
+/* Iterator over point entries (internal keys).  Holds a reference to m. */
+struct iter *mem_iter_new(struct memtable *m);
+/* Iterator over range tombstones: key = ikey(start, seq, KT_RANGE_DEL), value = end. */
+struct iter *mem_range_iter_new(struct memtable *m);
+
+size_t mem_bytes(const struct memtable *m);      /* arena bytes in use */
+uint64_t mem_entries(const struct memtable *m);  /* point entries */
+uint64_t mem_range_dels(const struct memtable *m);
+uint64_t mem_max_seq(const struct memtable *m);  /* 0 when empty */
+
+#endif

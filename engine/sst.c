@@ -1,0 +1,1450 @@
+/*
+ * sst.c -- writing and reading SSTables (layout in sst.h).
+ *
+ * The builder streams entries into a data block and writes the block out,
+ * zstd-compressed when that saves at least an eighth, whenever it reaches
+ * the target size.  Everything needed to find a key without scanning (the
+ * bloom filter over user keys, the range tombstones, the properties and the
+ * index of data blocks) is written after the data, then the fixed-size
+ * footer that points at those four blocks.  A reader therefore starts at the
+ * end: footer, then the four metadata blocks, all checked and kept in memory
+ * for the table's lifetime.  Data blocks are read on demand through the
+ * shared block cache, each checked against its CRC before it is trusted.
+ *
+ * The index holds, per data block, a separator key: >= every key of the block
+ * and < every key of the next one, shortened where possible (dbformat.h) so
+ * the index stays small.  Lookups binary-search the index, then the block.
+ *
+ * Every failure on the read side is reported with the table's name and the
+ * offset of the block involved; corruption is -EUCLEAN and is never turned
+ * into data.
+ */
+#include "sst.h"
+#include "block.h"
+#include "bloom.h"
+#include "crc32c.h"
+
+#include <assert.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <zstd.h>
+
+/*
+ * Limits that keep every block below the 4 GiB its 32-bit offsets allow:
+ * one entry (key and value) at most SST_MAX_ENTRY bytes, so a block is at
+ * most block_size plus one entry.  The reader refuses to allocate more than
+ * SST_MAX_BLOCK for one block, so damage that slipped past a checksum cannot
+ * make it ask for 4 GiB.
+ */
+#define SST_MAX_ENTRY ((size_t)1 << 30)
+#define SST_MAX_BLOCK_SIZE ((size_t)1 << 30)   /* largest target block size accepted */
+#define SST_MAX_BLOCK ((uint64_t)1 << 31)
+
+enum { COMP_NONE = 0, COMP_ZSTD = 1 };
+
+struct blk_handle {
+	uint64_t off, size;
+};
+
+static void put_handle(struct buf *b, struct blk_handle h)
+{
+	buf_put_varint64(b, h.off);
+	buf_put_varint64(b, h.size);
+}
+
+/* Decode a handle that must fill v exactly; 0 on damage. */
+static int get_handle(struct slice v, struct blk_handle *h)
+{
+	const char *p = v.data, *end = v.data + v.len;
+
+	p = dec_varint64(p, end, &h->off);
+	if (p)
+		p = dec_varint64(p, end, &h->size);
+	return p != NULL && p == end;
+}
+
+/*
+ * The properties block, one row per field, kept in name order because the
+ * block format requires increasing keys.  Counts are varint64; the two keys
+ * are stored as their raw bytes.
+ */
+enum { PROP_U64, PROP_KEY };
+static const struct prop_field {
+	const char *name;
+	size_t off;
+	int kind;
+} prop_fields[] = {
+	{ "data_bytes", offsetof(struct sst_props, data_bytes), PROP_U64 },
+	{ "largest_key", offsetof(struct sst_props, largest), PROP_KEY },
+	{ "largest_seq", offsetof(struct sst_props, largest_seq), PROP_U64 },
+	{ "num_deletes", offsetof(struct sst_props, num_deletes), PROP_U64 },
+	{ "num_entries", offsetof(struct sst_props, num_entries), PROP_U64 },
+	{ "num_range_dels", offsetof(struct sst_props, num_range_dels), PROP_U64 },
+	{ "raw_key_bytes", offsetof(struct sst_props, raw_key_bytes), PROP_U64 },
+	{ "raw_value_bytes", offsetof(struct sst_props, raw_value_bytes), PROP_U64 },
+	{ "smallest_key", offsetof(struct sst_props, smallest), PROP_KEY },
+	{ "smallest_seq", offsetof(struct sst_props, smallest_seq), PROP_U64 },
+};
+#define NPROPS (sizeof(prop_fields) / sizeof(prop_fields[0]))
+
+void sst_props_free(struct sst_props *p)
+{
+	buf_free(&p->smallest);
+	buf_free(&p->largest);
+}
+
+static void props_copy(struct sst_props *dst, const struct sst_props *src)
+{
+	*dst = *src;
+	memset(&dst->smallest, 0, sizeof(dst->smallest));
+	memset(&dst->largest, 0, sizeof(dst->largest));
+	buf_set(&dst->smallest, src->smallest.data, src->smallest.len);
+	buf_set(&dst->largest, src->largest.data, src->largest.len);
+}
+
+static void oom_abort(const char *what)
+{
+	fprintf(stderr, "smolfs: out of memory creating %s\n", what);
+	abort();
+}
+
+/* ------------------------------------------------------------ builder */
+
+struct pending_tomb {
+	size_t start_off, start_len, end_off, end_len;   /* into tomb_keys */
+	uint64_t seq;
+};
+
+struct sst_builder {
+	struct env_file *f;          /* not owned */
+	struct sst_options o;
+	char *name;
+	uint64_t offset;             /* bytes appended to f so far */
+	int status;                  /* first error; every later call returns it */
+	int finished;
+	struct block_builder data, index;
+	struct buf last_key;
+	/* A data block was just written; its index entry waits for the next key. */
+	int pending_index;
+	struct blk_handle pending;
+	uint64_t *hashes;            /* bloom_hash of each distinct user key */
+	size_t nhashes, hashes_cap;
+	struct buf tomb_keys;
+	struct pending_tomb *tombs;
+	size_t ntombs, tombs_cap;
+	ZSTD_CCtx *cctx;             /* NULL when compression is off */
+	struct buf scratch;          /* the compressed form of the block being written */
+	struct sst_props props;
+};
+
+struct sst_builder *sst_builder_new(struct env_file *f, const struct sst_options *o,
+				    const char *name)
+{
+	struct sst_builder *b = xcalloc(1, sizeof(*b));
+
+	b->f = f;
+	b->o = *o;
+	/* Unset options take the defaults of kv.h rather than building odd tables. */
+	if (b->o.block_size == 0)
+		b->o.block_size = 4096;
+	if (b->o.block_size > SST_MAX_BLOCK_SIZE)
+		b->o.block_size = SST_MAX_BLOCK_SIZE;
+	if (b->o.restart_interval < 1)
+		b->o.restart_interval = 16;
+	if (b->o.compression_level > ZSTD_maxCLevel())
+		b->o.compression_level = ZSTD_maxCLevel();
+	if (b->o.compression_level < 0)
+		b->o.compression_level = 0;
+	b->name = xstrdup(name);
+	blk_builder_init(&b->data, b->o.restart_interval);
+	/* Interval 1: every index key is a restart point, so a seek is one binary search. */
+	blk_builder_init(&b->index, 1);
+	if (b->o.compression_level > 0) {
+		b->cctx = ZSTD_createCCtx();
+		if (!b->cctx)
+			oom_abort("a zstd compression context");
+	}
+	return b;
+}
+
+void sst_builder_free(struct sst_builder *b)
+{
+	if (!b)
+		return;
+	blk_builder_free(&b->data);
+	blk_builder_free(&b->index);
+	buf_free(&b->last_key);
+	buf_free(&b->tomb_keys);
+	buf_free(&b->scratch);
+	free(b->hashes);
+	free(b->tombs);
+	ZSTD_freeCCtx(b->cctx);
+	sst_props_free(&b->props);
+	free(b->name);
+	free(b);
+}
+
+uint64_t sst_builder_file_size(const struct sst_builder *b)
+{
+	return b->offset + (blk_empty(&b->data) ? 0 : blk_size_estimate(&b->data));
+}
+
+uint64_t sst_builder_entries(const struct sst_builder *b)
+{
+	return b->props.num_entries;
+}
+
+/*
+ * Append one block and its trailer, compressing when allowed and worth it.
+ * Filters are written with compress = 0: their bits are random by design.
+ */
+static int write_block(struct sst_builder *b, struct slice raw, int compress, struct blk_handle *h)
+{
+	struct slice stored = raw;
+	char trailer[SST_TRAILER];
+	uint32_t crc;
+	int r;
+
+	trailer[0] = COMP_NONE;
+	if (compress && b->cctx && raw.len > 0) {
+		size_t bound = ZSTD_compressBound(raw.len), n;
+
+		assert(raw.len <= UINT32_MAX);
+		buf_clear(&b->scratch);
+		buf_reserve(&b->scratch, 5 + bound);
+		buf_put_varint32(&b->scratch, (uint32_t)raw.len);
+		n = ZSTD_compressCCtx(b->cctx, b->scratch.data + b->scratch.len, bound, raw.data,
+				      raw.len, b->o.compression_level);
+		if (!ZSTD_isError(n) && b->scratch.len + n <= raw.len - raw.len / 8) {
+			b->scratch.len += n;
+			stored = buf_slice(&b->scratch);
+			trailer[0] = COMP_ZSTD;
+		}
+	}
+	crc = crc32c_extend(crc32c(stored.data, stored.len), trailer, 1);
+	enc_fixed32(trailer + 1, crc32c_mask(crc));
+	r = env_append(b->f, stored.data, stored.len);
+	if (r == 0)
+		r = env_append(b->f, trailer, sizeof(trailer));
+	if (r < 0)
+		return b->status = r;
+	h->off = b->offset;
+	h->size = stored.len;
+	b->offset += stored.len + SST_TRAILER;
+	return 0;
+}
+
+static int flush_data(struct sst_builder *b)
+{
+	int r;
+
+	assert(!blk_empty(&b->data) && !b->pending_index);
+	r = write_block(b, blk_finish(&b->data), 1, &b->pending);
+	if (r < 0)
+		return r;
+	b->props.data_bytes += b->pending.size + SST_TRAILER;
+	blk_builder_reset(&b->data);
+	b->pending_index = 1;
+	return 0;
+}
+
+/*
+ * The index entry of the block just written: a short key between its last
+ * key and next_key (the first key of the following block), or, after the
+ * last block (next_key NULL), a short key >= its last key.
+ */
+static void add_index_entry(struct sst_builder *b, const struct slice *next_key)
+{
+	struct buf sep = BUF_INIT, handle = BUF_INIT;
+
+	assert(b->pending_index);
+	buf_set(&sep, b->last_key.data, b->last_key.len);
+	if (next_key)
+		ikey_shortest_separator(&sep, *next_key);
+	else
+		ikey_short_successor(&sep);
+	assert(ikey_cmp(buf_slice(&b->last_key), buf_slice(&sep)) <= 0);
+	assert(!next_key || ikey_cmp(buf_slice(&sep), *next_key) < 0);
+	put_handle(&handle, b->pending);
+	blk_add(&b->index, buf_slice(&sep), buf_slice(&handle));
+	b->pending_index = 0;
+	buf_free(&sep);
+	buf_free(&handle);
+}
+
+static void extend_bounds(struct sst_props *p, struct slice ikey)
+{
+	if (p->smallest.len == 0 || ikey_cmp(ikey, buf_slice(&p->smallest)) < 0)
+		buf_set(&p->smallest, ikey.data, ikey.len);
+	if (p->largest.len == 0 || ikey_cmp(ikey, buf_slice(&p->largest)) > 0)
+		buf_set(&p->largest, ikey.data, ikey.len);
+}
+
+static void note_seq(struct sst_props *p, uint64_t seq, int first)
+{
+	if (first || seq < p->smallest_seq)
+		p->smallest_seq = seq;
+	if (first || seq > p->largest_seq)
+		p->largest_seq = seq;
+}
+
+int sst_builder_add(struct sst_builder *b, struct slice ikey, struct slice value)
+{
+	struct slice ukey;
+	int r, first = b->props.num_entries == 0 && b->ntombs == 0;
+
+	if (b->status)
+		return b->status;
+	assert(!b->finished);
+	assert(ikey_valid(ikey));
+	assert(ikey_type(ikey) == KT_PUT || ikey_type(ikey) == KT_DELETE);
+	assert(b->props.num_entries == 0 || ikey_cmp(buf_slice(&b->last_key), ikey) < 0);
+	if (ikey.len + value.len > SST_MAX_ENTRY)
+		return KV_ERROR(-E2BIG, "%s: entry of %zu bytes is too large for a table", b->name,
+				ikey.len + value.len);
+
+	/* A big entry gets a block of its own rather than dragging its neighbours along. */
+	if (!blk_empty(&b->data) && ikey.len + value.len >= b->o.block_size) {
+		r = flush_data(b);
+		if (r < 0)
+			return r;
+	}
+	if (b->pending_index)
+		add_index_entry(b, &ikey);
+
+	ukey = ikey_user(ikey);
+	if (b->o.bloom_bits_per_key > 0 &&
+	    (b->props.num_entries == 0 || !slice_eq(ukey, ikey_user(buf_slice(&b->last_key))))) {
+		if (b->nhashes == b->hashes_cap) {
+			b->hashes_cap = b->hashes_cap ? 2 * b->hashes_cap : 1024;
+			b->hashes = xrealloc(b->hashes, b->hashes_cap * sizeof(*b->hashes));
+		}
+		b->hashes[b->nhashes++] = bloom_hash(ukey);
+	}
+	blk_add(&b->data, ikey, value);
+	buf_set(&b->last_key, ikey.data, ikey.len);
+
+	if (b->props.num_entries == 0)
+		buf_set(&b->props.smallest, ikey.data, ikey.len);
+	b->props.num_entries++;
+	if (ikey_type(ikey) == KT_DELETE)
+		b->props.num_deletes++;
+	b->props.raw_key_bytes += ikey.len;
+	b->props.raw_value_bytes += value.len;
+	note_seq(&b->props, ikey_seq(ikey), first);
+
+	if (blk_size_estimate(&b->data) >= b->o.block_size)
+		return flush_data(b);
+	return 0;
+}
+
+int sst_builder_add_range_del(struct sst_builder *b, struct slice start, struct slice end,
+			      uint64_t seq)
+{
+	struct pending_tomb *t;
+
+	if (b->status)
+		return b->status;
+	assert(!b->finished);
+	if (slice_cmp(start, end) >= 0 || seq > SEQ_MAX)
+		return KV_ERROR(-EINVAL, "%s: range tombstone is empty or has a bad sequence",
+				b->name);
+	if (b->ntombs == b->tombs_cap) {
+		b->tombs_cap = b->tombs_cap ? 2 * b->tombs_cap : 16;
+		b->tombs = xrealloc(b->tombs, b->tombs_cap * sizeof(*b->tombs));
+	}
+	note_seq(&b->props, seq, b->props.num_entries == 0 && b->ntombs == 0);
+	t = &b->tombs[b->ntombs++];
+	t->start_off = b->tomb_keys.len;
+	t->start_len = start.len;
+	buf_append(&b->tomb_keys, start.data, start.len);
+	t->end_off = b->tomb_keys.len;
+	t->end_len = end.len;
+	buf_append(&b->tomb_keys, end.data, end.len);
+	t->seq = seq;
+	return 0;
+}
+
+/* qsort has no context argument; the arena the tombstones point into is passed here. */
+static _Thread_local const char *sort_arena;
+
+static int tomb_cmp(const void *x, const void *y)
+{
+	const struct pending_tomb *a = x, *b = y;
+	int r = slice_cmp(slice_make(sort_arena + a->start_off, a->start_len),
+			  slice_make(sort_arena + b->start_off, b->start_len));
+
+	if (r == 0)
+		r = a->seq > b->seq ? -1 : a->seq < b->seq;
+	return r;
+}
+
+/*
+ * Tombstones go to disk in internal-key order of (start, seq).  Two with the
+ * same start and sequence (one tombstone handed over twice, perhaps cut at
+ * different ends) delete the same versions, so they become one reaching to
+ * the farther end.
+ */
+static int write_range_dels(struct sst_builder *b, struct blk_handle *h)
+{
+	struct block_builder bb;
+	struct buf key = BUF_INIT;
+	const char *arena = b->tomb_keys.data;
+	size_t i, j;
+	int r;
+
+	blk_builder_init(&bb, b->o.restart_interval);
+	sort_arena = arena;
+	if (b->ntombs)
+		qsort(b->tombs, b->ntombs, sizeof(*b->tombs), tomb_cmp);
+	for (i = 0; i < b->ntombs; i = j) {
+		struct pending_tomb *t = &b->tombs[i];
+		struct slice start = slice_make(arena + t->start_off, t->start_len);
+		struct slice end = slice_make(arena + t->end_off, t->end_len);
+
+		for (j = i + 1; j < b->ntombs && tomb_cmp(t, &b->tombs[j]) == 0; j++) {
+			struct pending_tomb *u = &b->tombs[j];
+			struct slice e = slice_make(arena + u->end_off, u->end_len);
+			if (slice_cmp(e, end) > 0)
+				end = e;
+		}
+		buf_clear(&key);
+		ikey_append(&key, start, t->seq, KT_RANGE_DEL);
+		blk_add(&bb, buf_slice(&key), end);
+		extend_bounds(&b->props, buf_slice(&key));
+		buf_clear(&key);
+		ikey_append(&key, end, SEQ_MAX, KT_RANGE_DEL);
+		extend_bounds(&b->props, buf_slice(&key));
+		b->props.num_range_dels++;
+	}
+	r = write_block(b, blk_finish(&bb), 1, h);
+	blk_builder_free(&bb);
+	buf_free(&key);
+	return r;
+}
+
+static int write_props(struct sst_builder *b, struct blk_handle *h)
+{
+	struct block_builder bb;
+	struct buf v = BUF_INIT;
+	int r;
+
+	blk_builder_init(&bb, b->o.restart_interval);
+	for (size_t i = 0; i < NPROPS; i++) {
+		const struct prop_field *pf = &prop_fields[i];
+		const char *field = (const char *)&b->props + pf->off;
+
+		assert(i == 0 || strcmp(prop_fields[i - 1].name, pf->name) < 0);
+		buf_clear(&v);
+		if (pf->kind == PROP_U64)
+			buf_put_varint64(&v, *(const uint64_t *)(const void *)field);
+		else
+			buf_set(&v, ((const struct buf *)(const void *)field)->data,
+				((const struct buf *)(const void *)field)->len);
+		blk_add(&bb, slice_str(pf->name), buf_slice(&v));
+	}
+	r = write_block(b, blk_finish(&bb), 1, h);
+	blk_builder_free(&bb);
+	buf_free(&v);
+	return r;
+}
+
+int sst_builder_finish(struct sst_builder *b, struct sst_props *props)
+{
+	struct blk_handle fh, rh, ph, ih;
+	struct buf filter = BUF_INIT;
+	char footer[SST_FOOTER_SIZE], *p = footer;
+	int r;
+
+	memset(props, 0, sizeof(*props));
+	if (b->status)
+		return b->status;
+	assert(!b->finished);
+	b->finished = 1;
+	if (!blk_empty(&b->data)) {
+		r = flush_data(b);
+		if (r < 0)
+			goto out;
+	}
+	if (b->pending_index)
+		add_index_entry(b, NULL);
+	if (b->props.num_entries)
+		buf_set(&b->props.largest, b->last_key.data, b->last_key.len);
+
+	if (b->o.bloom_bits_per_key > 0 && b->nhashes > 0)
+		bloom_build(&filter, b->hashes, b->nhashes, b->o.bloom_bits_per_key);
+	r = write_block(b, buf_slice(&filter), 0, &fh);
+	if (r == 0)
+		r = write_range_dels(b, &rh);
+	if (r == 0)
+		r = write_props(b, &ph);
+	if (r == 0)
+		r = write_block(b, blk_finish(&b->index), 1, &ih);
+	if (r < 0)
+		goto out;
+
+	for (int i = 0; i < 4; i++) {
+		struct blk_handle h = i == 0 ? fh : i == 1 ? rh : i == 2 ? ph : ih;
+		enc_fixed64(p, h.off);
+		enc_fixed64(p + 8, h.size);
+		p += 16;
+	}
+	enc_fixed32(p, SST_FORMAT_VERSION);
+	enc_fixed32(p + 4, crc32c_mask(crc32c(footer, 68)));
+	enc_fixed64(p + 8, SST_MAGIC);
+	assert(p + 16 == footer + SST_FOOTER_SIZE);
+	r = env_append(b->f, footer, sizeof(footer));
+	if (r < 0) {
+		b->status = r;
+		goto out;
+	}
+	b->offset += SST_FOOTER_SIZE;
+	b->props.file_size = b->offset;
+	props_copy(props, &b->props);
+out:
+	buf_free(&filter);
+	return r;
+}
+
+/* ------------------------------------------------------------ reader */
+
+struct sst {
+	struct env_file *f;
+	uint64_t file_size;
+	char *name;
+	struct cache *cache;         /* not owned; may be NULL */
+	uint64_t cache_id;
+	uint64_t *bytes_read;        /* not owned; may be NULL */
+	struct sst_props props;
+	struct blk_handle meta[4];   /* filter, range-del, properties, index */
+	uint64_t data_end;           /* data blocks lie in [0, data_end) */
+	char *index_mem;
+	struct block index;
+	char *filter_mem;
+	struct slice filter;         /* empty: no filter */
+	struct rdel_set *rdels;
+};
+
+enum { META_FILTER, META_RANGE_DEL, META_PROPS, META_INDEX };
+static const char *const meta_names[4] = { "filter", "range-del", "properties", "index" };
+
+/*
+ * Put the table's name and a block offset in front of the message a lower
+ * layer (block.c) recorded.  The message is rewritten with err = 0 so no
+ * second "[detected at]" tag is added: the one naming the real origin stays.
+ */
+static int annotate(const struct sst *t, const char *what, uint64_t off, int err)
+{
+	char msg[768];
+
+	snprintf(msg, sizeof(msg), "%s", kv_error_last());
+	kv_error_set(0, __FILE__, __LINE__, "%s: %s block at offset %llu: %s", t->name, what,
+		     (unsigned long long)off, msg);
+	return err;
+}
+
+static pthread_key_t dctx_key;
+static pthread_once_t dctx_once = PTHREAD_ONCE_INIT;
+
+static void dctx_destroy(void *p)
+{
+	ZSTD_freeDCtx(p);
+}
+
+static void dctx_key_init(void)
+{
+	if (pthread_key_create(&dctx_key, dctx_destroy) != 0)
+		oom_abort("a thread key");
+}
+
+/* This thread's decompression context, made on first use and freed when the thread exits. */
+static ZSTD_DCtx *thread_dctx(void)
+{
+	ZSTD_DCtx *d;
+
+	pthread_once(&dctx_once, dctx_key_init);
+	d = pthread_getspecific(dctx_key);
+	if (!d) {
+		d = ZSTD_createDCtx();
+		if (!d || pthread_setspecific(dctx_key, d) != 0)
+			oom_abort("a zstd decompression context");
+	}
+	return d;
+}
+
+/* 1 if a block of h lies with its trailer inside [0, limit). */
+static int handle_fits(struct blk_handle h, uint64_t limit)
+{
+	return h.off <= limit && h.size <= limit - h.off &&
+	       SST_TRAILER <= limit - h.off - h.size && h.size <= SST_MAX_BLOCK;
+}
+
+/*
+ * Read the block at h, check its checksum, and decompress it.  On success
+ * *mem is a malloc'd buffer the caller frees and *out the block's bytes in it.
+ * REQUIRES: handle_fits(h, file size).
+ */
+static int read_block(const struct sst *t, struct blk_handle h, const char *what, char **mem,
+		      struct slice *out)
+{
+	size_t n = (size_t)h.size + SST_TRAILER;
+	char *raw = xmalloc(n), *plain = NULL;
+	uint32_t want, got, ulen;
+	const char *p, *end = raw + h.size;
+	size_t dn;
+	int r;
+
+	*mem = NULL;
+	*out = slice_make(NULL, 0);
+	r = env_read_exact(t->f, raw, n, h.off);
+	if (r < 0) {
+		annotate(t, what, h.off, r);
+		goto fail;
+	}
+	if (t->bytes_read)
+		__atomic_fetch_add(t->bytes_read, (uint64_t)n, __ATOMIC_RELAXED);
+	want = crc32c_unmask(dec_fixed32(raw + h.size + 1));
+	got = crc32c(raw, h.size + 1);
+	if (want != got) {
+		r = KV_CORRUPT("%s: %s block at offset %llu: checksum mismatch", t->name, what,
+			       (unsigned long long)h.off);
+		goto fail;
+	}
+	switch (raw[h.size]) {
+	case COMP_NONE:
+		*mem = raw;
+		*out = slice_make(raw, h.size);
+		return 0;
+	case COMP_ZSTD:
+		p = dec_varint32(raw, end, &ulen);
+		if (!p || ulen > SST_MAX_BLOCK) {
+			r = KV_CORRUPT("%s: %s block at offset %llu: bad uncompressed length",
+				       t->name, what, (unsigned long long)h.off);
+			goto fail;
+		}
+		plain = xmalloc(ulen ? ulen : 1);
+		dn = ZSTD_decompressDCtx(thread_dctx(), plain, ulen, p, (size_t)(end - p));
+		if (ZSTD_isError(dn) || dn != ulen) {
+			r = KV_CORRUPT("%s: %s block at offset %llu: zstd cannot decompress (%s)",
+				       t->name, what, (unsigned long long)h.off,
+				       ZSTD_isError(dn) ? ZSTD_getErrorName(dn) : "short output");
+			goto fail;
+		}
+		free(raw);
+		*mem = plain;
+		*out = slice_make(plain, ulen);
+		return 0;
+	default:
+		r = KV_CORRUPT("%s: %s block at offset %llu: unknown compression type %d", t->name,
+			       what, (unsigned long long)h.off, raw[h.size] & 0xff);
+		goto fail;
+	}
+fail:
+	free(raw);
+	free(plain);
+	return r;
+}
+
+/* Read and parse a metadata block the table keeps for its lifetime. */
+static int read_meta_block(const struct sst *t, int which, char **mem, struct block *blk)
+{
+	struct slice contents;
+	int r = read_block(t, t->meta[which], meta_names[which], mem, &contents);
+
+	if (r == 0 && which != META_FILTER) {
+		r = blk_parse(contents, blk);
+		if (r < 0)
+			annotate(t, meta_names[which], t->meta[which].off, r);
+	} else if (r == 0) {
+		blk->contents = contents;
+	}
+	if (r < 0) {
+		free(*mem);
+		*mem = NULL;
+	}
+	return r;
+}
+
+/*
+ * A data block as the cache holds it: the parsed block and the memory its
+ * bytes live in.  Charged at its full size, so the cache's capacity bounds
+ * the uncompressed bytes it keeps.
+ */
+struct cached_block {
+	struct block blk;
+	char *mem;
+};
+
+static void cached_block_free(struct cached_block *cb)
+{
+	free(cb->mem);
+	free(cb);
+}
+
+static void cache_deleter_fn(struct slice key, void *value)
+{
+	(void)key;
+	cached_block_free(value);
+}
+
+/*
+ * What keeps a data block alive while an iterator reads it: a cache handle,
+ * or, when the block was not put in the cache, the block itself.  Lives in
+ * the iterator (or on the stack of sst_get); the block iterator's release
+ * callback drops it.
+ */
+struct pin {
+	struct cache *cache;
+	struct cache_handle *h;
+	struct cached_block *owned;
+};
+
+static void pin_release(void *arg)
+{
+	struct pin *p = arg;
+
+	if (p->h)
+		cache_release(p->cache, p->h);
+	else if (p->owned)
+		cached_block_free(p->owned);
+	p->h = NULL;
+	p->owned = NULL;
+}
+
+static void block_cache_key(const struct sst *t, uint64_t off, char key[16])
+{
+	enc_fixed64(key, t->cache_id);
+	enc_fixed64(key + 8, off);
+}
+
+/*
+ * Get data block h, from the cache or the file, pinned by *pin.
+ * REQUIRES: *pin holds nothing.
+ */
+static int load_data_block(const struct sst *t, struct blk_handle h, int fill_cache,
+			   struct pin *pin, const struct block **blk)
+{
+	struct cached_block *cb;
+	struct slice contents;
+	char key[16];
+	int r;
+
+	assert(!pin->h && !pin->owned);
+	if (!handle_fits(h, t->data_end))
+		return KV_CORRUPT("%s: index points at a data block outside the data area "
+				  "(offset %llu, size %llu)", t->name, (unsigned long long)h.off,
+				  (unsigned long long)h.size);
+	if (t->cache) {
+		block_cache_key(t, h.off, key);
+		pin->cache = t->cache;
+		pin->h = cache_lookup(t->cache, slice_make(key, sizeof(key)));
+		if (pin->h) {
+			cb = cache_value(pin->h);
+			*blk = &cb->blk;
+			return 0;
+		}
+	}
+	cb = xcalloc(1, sizeof(*cb));
+	r = read_block(t, h, "data", &cb->mem, &contents);
+	if (r == 0) {
+		r = blk_parse(contents, &cb->blk);
+		if (r < 0)
+			annotate(t, "data", h.off, r);
+	}
+	if (r < 0) {
+		cached_block_free(cb);
+		return r;
+	}
+	if (t->cache && fill_cache)
+		pin->h = cache_insert(t->cache, slice_make(key, sizeof(key)), cb,
+				      contents.len + sizeof(*cb), cache_deleter_fn);
+	else
+		pin->owned = cb;
+	*blk = &cb->blk;
+	return 0;
+}
+
+/* Check every index entry once at open, so readers may trust the keys' form. */
+static int check_index(struct sst *t)
+{
+	struct iter *it = blk_iter_new(&t->index, ikey_cmp_fn, NULL, NULL);
+	struct buf prev = BUF_INIT;
+	struct blk_handle h;
+	int r = 0;
+
+	for (iter_seek_first(it); iter_valid(it); iter_next(it)) {
+		struct slice k = iter_key(it);
+		if (!ikey_valid(k) || (prev.len && ikey_cmp(buf_slice(&prev), k) >= 0)) {
+			r = KV_CORRUPT("%s: index block at offset %llu: bad or unordered key",
+				       t->name, (unsigned long long)t->meta[META_INDEX].off);
+			goto out;
+		}
+		if (!get_handle(iter_value(it), &h) || !handle_fits(h, t->data_end)) {
+			r = KV_CORRUPT("%s: index block at offset %llu: bad data block handle",
+				       t->name, (unsigned long long)t->meta[META_INDEX].off);
+			goto out;
+		}
+		buf_set(&prev, k.data, k.len);
+	}
+	r = iter_status(it);
+	if (r < 0)
+		annotate(t, "index", t->meta[META_INDEX].off, r);
+out:
+	buf_free(&prev);
+	iter_destroy(it);
+	return r;
+}
+
+static int load_props(struct sst *t)
+{
+	struct block blk;
+	char *mem = NULL;
+	struct iter *it;
+	unsigned seen = 0;
+	int r = read_meta_block(t, META_PROPS, &mem, &blk);
+
+	if (r < 0)
+		return r;
+	it = blk_iter_new(&blk, ukey_cmp_fn, NULL, NULL);
+	for (iter_seek_first(it); iter_valid(it); iter_next(it)) {
+		struct slice k = iter_key(it), v = iter_value(it);
+		size_t i;
+
+		for (i = 0; i < NPROPS; i++)
+			if (slice_eq(k, slice_str(prop_fields[i].name)))
+				break;
+		if (i == NPROPS)
+			continue;   /* a property a later writer added: not ours to read */
+		char *field = (char *)&t->props + prop_fields[i].off;
+		if (prop_fields[i].kind == PROP_KEY) {
+			if (v.len && !ikey_valid(v))
+				goto bad;
+			buf_set((struct buf *)(void *)field, v.data, v.len);
+		} else if (dec_varint64(v.data, v.data + v.len, (uint64_t *)(void *)field) !=
+			   v.data + v.len) {
+			goto bad;
+		}
+		seen |= 1u << i;
+	}
+	r = iter_status(it);
+	if (r < 0) {
+		annotate(t, "properties", t->meta[META_PROPS].off, r);
+		goto out;
+	}
+	if (seen != (1u << NPROPS) - 1)
+		goto bad;
+	t->props.file_size = t->file_size;
+	goto out;
+bad:
+	r = KV_CORRUPT("%s: properties block at offset %llu: missing or malformed property",
+		       t->name, (unsigned long long)t->meta[META_PROPS].off);
+out:
+	iter_destroy(it);
+	free(mem);
+	return r;
+}
+
+/* Read the tombstones and fragment them once; the table keeps only the fragments. */
+static int load_range_dels(struct sst *t)
+{
+	struct block blk;
+	char *mem = NULL;
+	struct iter *it;
+	struct rtomb *tombs = NULL;
+	size_t n = 0, cap = 0;
+	int r = read_meta_block(t, META_RANGE_DEL, &mem, &blk);
+
+	if (r < 0)
+		return r;
+	it = blk_iter_new(&blk, ikey_cmp_fn, NULL, NULL);
+	for (iter_seek_first(it); iter_valid(it); iter_next(it)) {
+		struct slice k = iter_key(it), v = iter_value(it);
+
+		/*
+		 * The end (a value) points into the block, which outlives the
+		 * build; the start lives in the iterator's key buffer, which is
+		 * rewritten as it moves, so it is copied.
+		 */
+		if (!ikey_valid(k) || ikey_type(k) != KT_RANGE_DEL ||
+		    slice_cmp(ikey_user(k), v) >= 0) {
+			r = KV_CORRUPT("%s: range-del block at offset %llu: malformed tombstone",
+				       t->name, (unsigned long long)t->meta[META_RANGE_DEL].off);
+			goto out;
+		}
+		if (n == cap) {
+			cap = cap ? 2 * cap : 16;
+			tombs = xrealloc(tombs, cap * sizeof(*tombs));
+		}
+		tombs[n].start = slice_make(xmemdup(k.data, k.len - IKEY_TRAILER),
+					    k.len - IKEY_TRAILER);
+		tombs[n].end = v;
+		tombs[n].seq = ikey_seq(k);
+		n++;
+	}
+	r = iter_status(it);
+	if (r < 0) {
+		annotate(t, "range-del", t->meta[META_RANGE_DEL].off, r);
+		goto out;
+	}
+	if (n != t->props.num_range_dels) {
+		r = KV_CORRUPT("%s: range-del block at offset %llu holds %zu tombstones, "
+			       "properties say %llu", t->name,
+			       (unsigned long long)t->meta[META_RANGE_DEL].off, n,
+			       (unsigned long long)t->props.num_range_dels);
+		goto out;
+	}
+	t->rdels = rdel_set_build(tombs, n, SEQ_MAX, 0);
+out:
+	for (size_t i = 0; i < n; i++)
+		free((char *)tombs[i].start.data);
+	free(tombs);
+	iter_destroy(it);
+	free(mem);
+	return r;
+}
+
+int sst_open(struct env_file *f, uint64_t file_size, const char *name, struct cache *block_cache,
+	     uint64_t *bytes_read, struct sst **out)
+{
+	struct sst *t = xcalloc(1, sizeof(*t));
+	char footer[SST_FOOTER_SIZE];
+	struct block filter;
+	uint64_t meta_end;
+	int r;
+
+	*out = NULL;
+	t->f = f;
+	t->file_size = file_size;
+	t->name = xstrdup(name);
+	t->cache = block_cache;
+	t->bytes_read = bytes_read;
+	if (file_size < SST_FOOTER_SIZE) {
+		r = KV_CORRUPT("%s: file of %llu bytes is too short for a table", name,
+			       (unsigned long long)file_size);
+		goto fail;
+	}
+	meta_end = file_size - SST_FOOTER_SIZE;
+	r = env_read_exact(f, footer, sizeof(footer), meta_end);
+	if (r < 0) {
+		annotate(t, "footer", meta_end, r);
+		goto fail;
+	}
+	if (dec_fixed64(footer + 72) != SST_MAGIC) {
+		r = KV_CORRUPT("%s: footer at offset %llu: bad magic number (not a table?)", name,
+			       (unsigned long long)meta_end);
+		goto fail;
+	}
+	if (crc32c_unmask(dec_fixed32(footer + 68)) != crc32c(footer, 68)) {
+		r = KV_CORRUPT("%s: footer at offset %llu: checksum mismatch", name,
+			       (unsigned long long)meta_end);
+		goto fail;
+	}
+	if (dec_fixed32(footer + 64) != SST_FORMAT_VERSION) {
+		r = KV_CORRUPT("%s: footer at offset %llu: unknown format version %u", name,
+			       (unsigned long long)meta_end, dec_fixed32(footer + 64));
+		goto fail;
+	}
+	for (int i = 0; i < 4; i++) {
+		t->meta[i].off = dec_fixed64(footer + 16 * i);
+		t->meta[i].size = dec_fixed64(footer + 16 * i + 8);
+		if (!handle_fits(t->meta[i], meta_end)) {
+			r = KV_CORRUPT("%s: footer at offset %llu: %s block handle out of range",
+				       name, (unsigned long long)meta_end, meta_names[i]);
+			goto fail;
+		}
+	}
+	/* The filter is the first thing after the data. */
+	t->data_end = t->meta[META_FILTER].off;
+
+	r = load_props(t);
+	if (r < 0)
+		goto fail;
+	r = read_meta_block(t, META_INDEX, &t->index_mem, &t->index);
+	if (r < 0)
+		goto fail;
+	r = check_index(t);
+	if (r < 0)
+		goto fail;
+	r = read_meta_block(t, META_FILTER, &t->filter_mem, &filter);
+	if (r < 0)
+		goto fail;
+	t->filter = filter.contents;
+	r = load_range_dels(t);
+	if (r < 0)
+		goto fail;
+	t->cache_id = block_cache ? cache_new_id(block_cache) : 0;
+	*out = t;
+	return 0;
+fail:
+	t->cache = NULL;   /* nothing was cached under this table yet */
+	sst_close(t);
+	return r;
+}
+
+void sst_close(struct sst *t)
+{
+	if (!t)
+		return;
+	/*
+	 * Drop this table's blocks from the cache now: nobody can ask for them
+	 * again (the next open of the file gets a new cache id), and they would
+	 * otherwise crowd out live blocks until the LRU reached them.
+	 */
+	if (t->cache && t->index_mem) {
+		struct iter *it = blk_iter_new(&t->index, ikey_cmp_fn, NULL, NULL);
+		struct blk_handle h;
+		char key[16];
+
+		for (iter_seek_first(it); iter_valid(it); iter_next(it)) {
+			if (!get_handle(iter_value(it), &h))
+				continue;
+			block_cache_key(t, h.off, key);
+			cache_erase(t->cache, slice_make(key, sizeof(key)));
+		}
+		iter_destroy(it);
+	}
+	env_close(t->f);
+	rdel_set_free(t->rdels);
+	sst_props_free(&t->props);
+	free(t->index_mem);
+	free(t->filter_mem);
+	free(t->name);
+	free(t);
+}
+
+const struct rdel_set *sst_range_dels(const struct sst *t)
+{
+	return t->rdels;
+}
+
+const struct sst_props *sst_get_props(const struct sst *t)
+{
+	return &t->props;
+}
+
+int sst_get(struct sst *t, struct slice ukey, uint64_t snap_seq, int *type, uint64_t *seq,
+	    struct buf *val, int *bloom_skipped)
+{
+	struct buf target = BUF_INIT;
+	struct iter *idx;
+	int r = 0;
+
+	if (bloom_skipped)
+		*bloom_skipped = 0;
+	if (t->filter.len && !bloom_may_contain(t->filter, ukey)) {
+		if (bloom_skipped)
+			*bloom_skipped = 1;
+		return 0;
+	}
+	ikey_append(&target, ukey, snap_seq, KT_SEEK);
+	idx = blk_iter_new(&t->index, ikey_cmp_fn, NULL, NULL);
+	/*
+	 * Normally the block the index names holds the answer; but a separator
+	 * may equal the target while the block ends below it, and then the
+	 * answer is the first entry of the next block, so keep walking.
+	 */
+	for (iter_seek(idx, buf_slice(&target)); iter_valid(idx); iter_next(idx)) {
+		struct pin pin = { NULL, NULL, NULL };
+		const struct block *blk;
+		struct blk_handle h;
+		struct iter *it;
+
+		if (!get_handle(iter_value(idx), &h)) {
+			r = KV_CORRUPT("%s: index block: bad data block handle", t->name);
+			break;
+		}
+		r = load_data_block(t, h, 1, &pin, &blk);
+		if (r < 0)
+			break;
+		it = blk_iter_new(blk, ikey_cmp_fn, pin_release, &pin);
+		iter_seek(it, buf_slice(&target));
+		if (iter_valid(it)) {
+			struct slice k = iter_key(it);
+			if (!ikey_valid(k) || ikey_type(k) == KT_RANGE_DEL) {
+				r = KV_CORRUPT("%s: data block at offset %llu: malformed key",
+					       t->name, (unsigned long long)h.off);
+			} else if (slice_eq(ikey_user(k), ukey)) {
+				*type = ikey_type(k);
+				*seq = ikey_seq(k);
+				buf_set(val, iter_value(it).data, iter_value(it).len);
+				r = 1;
+			}
+			iter_destroy(it);
+			break;
+		}
+		r = iter_status(it);
+		if (r < 0)
+			annotate(t, "data", h.off, r);
+		iter_destroy(it);
+		if (r < 0)
+			break;
+	}
+	if (r == 0 && iter_status(idx) < 0)
+		r = annotate(t, "index", t->meta[META_INDEX].off, iter_status(idx));
+	iter_destroy(idx);
+	buf_free(&target);
+	return r;
+}
+
+/* ------------------------------------------------------------ two-level iterator */
+
+/*
+ * The table iterator: an iterator over the index whose current entry names
+ * a data block, and an iterator over that block.  Moving past either end of
+ * the block moves the index and opens the next (or previous) block; empty
+ * blocks are skipped.  Errors are sticky: once one is seen the iterator
+ * stays invalid and status() reports it.
+ */
+struct sst_iter {
+	struct iter base;
+	struct sst *t;
+	int fill_cache;
+	int status;
+	struct iter *index;
+	struct iter *data;           /* NULL when no block is open */
+	uint64_t data_off;           /* offset of the open block */
+	struct pin pin;              /* keeps the open block alive */
+};
+
+static void close_data(struct sst_iter *si)
+{
+	iter_destroy(si->data);   /* releases si->pin */
+	si->data = NULL;
+	assert(!si->pin.h && !si->pin.owned);
+}
+
+static void set_error(struct sst_iter *si, int err)
+{
+	assert(err < 0);
+	if (si->status == 0)
+		si->status = err;
+	close_data(si);
+}
+
+/* Open the block the index iterator is on (keeping it if it is already open). */
+static void open_data(struct sst_iter *si)
+{
+	const struct block *blk;
+	struct blk_handle h;
+	int r;
+
+	if (!iter_valid(si->index)) {
+		close_data(si);
+		r = iter_status(si->index);
+		if (r < 0)
+			set_error(si, annotate(si->t, "index", si->t->meta[META_INDEX].off, r));
+		return;
+	}
+	if (!get_handle(iter_value(si->index), &h)) {
+		set_error(si, KV_CORRUPT("%s: index block: bad data block handle", si->t->name));
+		return;
+	}
+	if (si->data && si->data_off == h.off)
+		return;
+	close_data(si);
+	r = load_data_block(si->t, h, si->fill_cache, &si->pin, &blk);
+	if (r < 0) {
+		set_error(si, r);
+		return;
+	}
+	si->data = blk_iter_new(blk, ikey_cmp_fn, pin_release, &si->pin);
+	si->data_off = h.off;
+}
+
+/* The open block's iterator ran out: record its error, if that is why. */
+static int data_failed(struct sst_iter *si)
+{
+	int r = iter_status(si->data);
+
+	if (r < 0)
+		set_error(si, annotate(si->t, "data", si->data_off, r));
+	return r < 0;
+}
+
+static void skip_forward(struct sst_iter *si)
+{
+	while (si->status == 0 && (!si->data || !iter_valid(si->data))) {
+		if (si->data && data_failed(si))
+			return;
+		if (!iter_valid(si->index)) {
+			open_data(si);   /* closes the block and picks up an index error */
+			return;
+		}
+		iter_next(si->index);
+		open_data(si);
+		if (si->data)
+			iter_seek_first(si->data);
+	}
+}
+
+static void skip_backward(struct sst_iter *si)
+{
+	while (si->status == 0 && (!si->data || !iter_valid(si->data))) {
+		if (si->data && data_failed(si))
+			return;
+		if (!iter_valid(si->index)) {
+			open_data(si);
+			return;
+		}
+		iter_prev(si->index);
+		open_data(si);
+		if (si->data)
+			iter_seek_last(si->data);
+	}
+}
+
+static int si_valid(struct iter *base)
+{
+	struct sst_iter *si = (struct sst_iter *)base;
+
+	return si->status == 0 && si->data && iter_valid(si->data);
+}
+
+static void si_seek_first(struct iter *base)
+{
+	struct sst_iter *si = (struct sst_iter *)base;
+
+	if (si->status)
+		return;
+	iter_seek_first(si->index);
+	open_data(si);
+	if (si->data)
+		iter_seek_first(si->data);
+	skip_forward(si);
+}
+
+static void si_seek_last(struct iter *base)
+{
+	struct sst_iter *si = (struct sst_iter *)base;
+
+	if (si->status)
+		return;
+	iter_seek_last(si->index);
+	open_data(si);
+	if (si->data)
+		iter_seek_last(si->data);
+	skip_backward(si);
+}
+
+static void si_seek(struct iter *base, struct slice target)
+{
+	struct sst_iter *si = (struct sst_iter *)base;
+
+	if (si->status)
+		return;
+	iter_seek(si->index, target);
+	open_data(si);
+	if (si->data)
+		iter_seek(si->data, target);
+	skip_forward(si);
+}
+
+static void si_next(struct iter *base)
+{
+	struct sst_iter *si = (struct sst_iter *)base;
+
+	assert(si_valid(base));
+	iter_next(si->data);
+	skip_forward(si);
+}
+
+static void si_prev(struct iter *base)
+{
+	struct sst_iter *si = (struct sst_iter *)base;
+
+	assert(si_valid(base));
+	iter_prev(si->data);
+	skip_backward(si);
+}
+
+static struct slice si_key(struct iter *base)
+{
+	struct sst_iter *si = (struct sst_iter *)base;
+
+	assert(si_valid(base));
+	return iter_key(si->data);
+}
+
+static struct slice si_value(struct iter *base)
+{
+	struct sst_iter *si = (struct sst_iter *)base;
+
+	assert(si_valid(base));
+	return iter_value(si->data);
+}
+
+static int si_status(struct iter *base)
+{
+	return ((struct sst_iter *)base)->status;
+}
+
+static void si_destroy(struct iter *base)
+{
+	struct sst_iter *si = (struct sst_iter *)base;
+
+	close_data(si);
+	iter_destroy(si->index);
+	free(si);
+}
+
+static uint64_t si_max_seq(struct iter *base)
+{
+	return ((struct sst_iter *)base)->t->props.largest_seq;
+}
+
+static const struct iter_ops sst_iter_ops = {
+	.valid = si_valid,
+	.seek_first = si_seek_first,
+	.seek_last = si_seek_last,
+	.seek = si_seek,
+	.next = si_next,
+	.prev = si_prev,
+	.key = si_key,
+	.value = si_value,
+	.status = si_status,
+	.destroy = si_destroy,
+	.max_seq = si_max_seq,
+};
+
+struct iter *sst_iter_new(struct sst *t, int fill_cache)
+{
+	struct sst_iter *si = xcalloc(1, sizeof(*si));
+
+	si->base.ops = &sst_iter_ops;
+	si->t = t;
+	si->fill_cache = fill_cache;
+	si->index = blk_iter_new(&t->index, ikey_cmp_fn, NULL, NULL);
+	return &si->base;
+}
+
+/* ------------------------------------------------------------ verification */
+
+struct verifier {
+	struct sst *t;
+	void (*report)(void *arg, uint64_t off, const char *msg);
+	void *arg;
+	unsigned problems;
+};
+
+/* Pass the message last recorded (by KV_CORRUPT or a lower layer) to the report callback. */
+static void problem(struct verifier *v, uint64_t off)
+{
+	v->problems++;
+	if (v->report)
+		v->report(v->arg, off, kv_error_last());
+}
+
+/*
+ * Check one data block's entries: well-formed point keys, strictly after
+ * everything before them in the file, and not beyond the block's separator.
+ */
+static int verify_entries(struct verifier *v, const struct block *blk, uint64_t off,
+			  struct slice sep, struct buf *prev, uint64_t *entries)
+{
+	struct sst *t = v->t;
+	struct iter *it = blk_iter_new(blk, ikey_cmp_fn, NULL, NULL);
+	int r = 0;
+
+	for (iter_seek_first(it); iter_valid(it); iter_next(it)) {
+		struct slice k = iter_key(it);
+
+		if (!ikey_valid(k) || ikey_type(k) == KT_RANGE_DEL) {
+			r = KV_CORRUPT("%s: data block at offset %llu: malformed key", t->name,
+				       (unsigned long long)off);
+			break;
+		}
+		if (prev->len && ikey_cmp(buf_slice(prev), k) >= 0) {
+			r = KV_CORRUPT("%s: data block at offset %llu: key out of order", t->name,
+				       (unsigned long long)off);
+			break;
+		}
+		if (ikey_cmp(k, sep) > 0) {
+			r = KV_CORRUPT("%s: data block at offset %llu: key beyond its separator",
+				       t->name, (unsigned long long)off);
+			break;
+		}
+		buf_set(prev, k.data, k.len);
+		(*entries)++;
+	}
+	if (r == 0 && iter_status(it) < 0)
+		r = annotate(t, "data", off, iter_status(it));
+	iter_destroy(it);
+	return r;
+}
+
+int sst_verify(struct sst *t, void (*report)(void *arg, uint64_t off, const char *msg), void *arg)
+{
+	struct verifier v = { t, report, arg, 0 };
+	struct iter *idx = blk_iter_new(&t->index, ikey_cmp_fn, NULL, NULL);
+	struct buf prev = BUF_INIT;
+	uint64_t expect_off = 0, entries = 0;
+	int r = 0;
+
+	/* The metadata blocks were checked at open; check they still read back intact. */
+	for (int i = 0; i < 4; i++) {
+		struct slice contents;
+		char *mem;
+
+		r = read_block(t, t->meta[i], meta_names[i], &mem, &contents);
+		free(mem);
+		if (r < 0) {
+			problem(&v, t->meta[i].off);
+			if (r != -EUCLEAN)
+				goto out;
+		}
+	}
+	for (iter_seek_first(idx); iter_valid(idx); iter_next(idx)) {
+		struct blk_handle h;
+		struct block blk;
+		struct slice contents;
+		char *mem;
+
+		if (!get_handle(iter_value(idx), &h) || !handle_fits(h, t->data_end)) {
+			KV_CORRUPT("%s: index block: bad data block handle", t->name);
+			problem(&v, t->meta[META_INDEX].off);
+			continue;
+		}
+		if (h.off != expect_off) {
+			KV_CORRUPT("%s: data block at offset %llu does not follow the previous "
+				   "one (expected offset %llu)", t->name, (unsigned long long)h.off,
+				   (unsigned long long)expect_off);
+			problem(&v, h.off);
+		}
+		expect_off = h.off + h.size + SST_TRAILER;
+		r = read_block(t, h, "data", &mem, &contents);
+		if (r == 0) {
+			r = blk_parse(contents, &blk);
+			if (r < 0)
+				annotate(t, "data", h.off, r);
+		}
+		if (r == 0)
+			r = verify_entries(&v, &blk, h.off, iter_key(idx), &prev, &entries);
+		free(mem);
+		if (r < 0) {
+			problem(&v, h.off);
+			if (r != -EUCLEAN)
+				goto out;
+		}
+	}
+	r = 0;
+	if (expect_off != t->data_end) {
+		KV_CORRUPT("%s: data blocks end at offset %llu but the filter starts at %llu",
+			   t->name, (unsigned long long)expect_off,
+			   (unsigned long long)t->data_end);
+		problem(&v, expect_off);
+	}
+	/* A damaged block already explains a short count. */
+	if (v.problems == 0 && entries != t->props.num_entries) {
+		KV_CORRUPT("%s: found %llu entries, the properties say %llu", t->name,
+			   (unsigned long long)entries, (unsigned long long)t->props.num_entries);
+		problem(&v, t->meta[META_PROPS].off);
+	}
+out:
+	iter_destroy(idx);
+	buf_free(&prev);
+	if (r < 0)
+		return r;
+	return v.problems ? -EUCLEAN : 0;
+}

@@ -1,0 +1,143 @@
+/*
+ * util.h -- the small pieces every module of the engine uses: byte slices,
+ * growable buffers, fixed-width and varint encodings, allocation that cannot
+ * fail, and the error macros that record where an error began.
+ *
+ * Encodings are little-endian.  A varint stores 7 bits per byte, low bits
+ * first, with the high bit set on every byte but the last (at most 5 bytes for
+ * 32 bits, 10 for 64).
+ */
+#ifndef SMOLFS_UTIL_H
+#define SMOLFS_UTIL_H
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* A borrowed view of bytes; never owns memory. */
+struct slice {
+	const char *data;
+	size_t len;
+};
+
+static inline struct slice slice_make(const void *p, size_t n)
+{
+	struct slice s = { (const char *)p, n };
+	return s;
+}
+
+static inline struct slice slice_str(const char *s)
+{
+	return slice_make(s, strlen(s));
+}
+
+/* memcmp order; a proper prefix sorts first. */
+static inline int slice_cmp(struct slice a, struct slice b)
+{
+	size_t n = a.len < b.len ? a.len : b.len;
+	int r = n ? memcmp(a.data, b.data, n) : 0;
+
+	if (r == 0)
+		r = a.len < b.len ? -1 : a.len > b.len;
+	return r;
+}
+
+static inline int slice_eq(struct slice a, struct slice b)
+{
+	return a.len == b.len && (a.len == 0 || memcmp(a.data, b.data, a.len) == 0);
+}
+
+/* Allocation: on exhaustion these print and abort, so callers never check. */
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xmemdup(const void *p, size_t n);
+/* printf into a new malloc'd string. */
+char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A growable byte buffer.  Zero-initialised (BUF_INIT) is an empty buffer. */
+struct buf {
+	char *data;
+	size_t len, cap;
+};
+#define BUF_INIT { NULL, 0, 0 }
+
+void buf_reserve(struct buf *b, size_t extra);  /* room for len + extra */
+void buf_append(struct buf *b, const void *p, size_t n);
+void buf_set(struct buf *b, const void *p, size_t n);   /* replace contents */
+void buf_put_fixed32(struct buf *b, uint32_t v);
+void buf_put_fixed64(struct buf *b, uint64_t v);
+void buf_put_varint32(struct buf *b, uint32_t v);
+void buf_put_varint64(struct buf *b, uint64_t v);
+void buf_put_lenprefixed(struct buf *b, struct slice s);  /* varint32 length + bytes */
+static inline void buf_clear(struct buf *b) { b->len = 0; }
+void buf_free(struct buf *b);
+static inline struct slice buf_slice(const struct buf *b) { return slice_make(b->data, b->len); }
+
+static inline void enc_fixed32(char *p, uint32_t v)
+{
+	p[0] = (char)v; p[1] = (char)(v >> 8); p[2] = (char)(v >> 16); p[3] = (char)(v >> 24);
+}
+
+static inline void enc_fixed64(char *p, uint64_t v)
+{
+	enc_fixed32(p, (uint32_t)v);
+	enc_fixed32(p + 4, (uint32_t)(v >> 32));
+}
+
+static inline uint32_t dec_fixed32(const char *p)
+{
+	const unsigned char *u = (const unsigned char *)p;
+	return (uint32_t)u[0] | (uint32_t)u[1] << 8 | (uint32_t)u[2] << 16 | (uint32_t)u[3] << 24;
+}
+
+static inline uint64_t dec_fixed64(const char *p)
+{
+	return (uint64_t)dec_fixed32(p) | (uint64_t)dec_fixed32(p + 4) << 32;
+}
+
+/* Write a varint at p (room for 5 / 10 bytes); return the byte after it. */
+char *enc_varint32(char *p, uint32_t v);
+char *enc_varint64(char *p, uint64_t v);
+int varint_length(uint64_t v);
+/*
+ * Read a varint from [p, limit); return the byte after it, or NULL if it is
+ * truncated or too long (the caller reports corruption).
+ */
+const char *dec_varint32(const char *p, const char *limit, uint32_t *v);
+const char *dec_varint64(const char *p, const char *limit, uint64_t *v);
+/* Read a varint32 length and that many bytes; NULL if they do not fit. */
+const char *dec_lenprefixed(const char *p, const char *limit, struct slice *out);
+
+/*
+ * Errors.  kv_error_set() records a sentence for kv_strerror() (per thread)
+ * and returns err.  KV_CORRUPT() builds a corruption error that says which
+ * source line detected it, as in
+ *     return KV_CORRUPT("%s: bad block checksum at offset %llu", name, off);
+ */
+int kv_error_set(int err, const char *srcfile, int srcline, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+#define KV_ERROR(err, ...) kv_error_set((err), __FILE__, __LINE__, __VA_ARGS__)
+#define KV_CORRUPT(...) kv_error_set(-EUCLEAN, __FILE__, __LINE__, __VA_ARGS__)
+/* The last message recorded on this thread ("" if none). */
+const char *kv_error_last(void);
+
+/* Microseconds of CLOCK_MONOTONIC and of the wall clock. */
+uint64_t now_micros(void);
+uint64_t wall_micros(void);
+
+/* A small fast PRNG for tests, sampling and skiplist heights (xorshift64*). */
+static inline uint64_t rand_next(uint64_t *state)
+{
+	uint64_t x = *state ? *state : 0x9e3779b97f4a7c15ull;
+	x ^= x >> 12; x ^= x << 25; x ^= x >> 27;
+	*state = x;
+	return x * 0x2545f4914f6cdd1dull;
+}
+
+/* 64-bit hash of bytes, for bloom filters and cache sharding. */
+uint64_t hash64(const void *p, size_t n, uint64_t seed);
+
+#endif

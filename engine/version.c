@@ -1,0 +1,1134 @@
+/*
+ * version.c -- the version set: live table files per level, the manifest
+ * that records their changes, the table cache that keeps them open, point
+ * lookups across levels and the level iterator (see version.h).
+ */
+#include "version.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+enum {
+	TAG_LOG_NUMBER = 1,
+	TAG_NEXT_FILE = 2,
+	TAG_LAST_SEQ = 3,
+	TAG_COMPACT_POINTER = 4,
+	TAG_DELETED_FILE = 5,
+	TAG_NEW_FILE = 6,
+};
+
+/* ------------------------------------------------------------ file metadata */
+
+static struct file_meta *fm_new(void)
+{
+	struct file_meta *f = xcalloc(1, sizeof(*f));
+
+	f->refs = 1;
+	return f;
+}
+
+static void fm_ref(struct file_meta *f)
+{
+	__atomic_add_fetch(&f->refs, 1, __ATOMIC_RELAXED);
+}
+
+static void fm_unref(struct file_meta *f)
+{
+	if (__atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		buf_free(&f->smallest);
+		buf_free(&f->largest);
+		free(f);
+	}
+}
+
+/* ------------------------------------------------------------ edits */
+
+void edit_init(struct version_edit *e)
+{
+	memset(e, 0, sizeof(*e));
+}
+
+void edit_free(struct version_edit *e)
+{
+	for (size_t i = 0; i < e->nadds; i++)
+		fm_unref(e->adds[i].f);
+	free(e->adds);
+	free(e->dels);
+	for (int i = 0; i < e->ncp; i++)
+		buf_free(&e->cp_key[i]);
+	memset(e, 0, sizeof(*e));
+}
+
+void edit_add_file(struct version_edit *e, int level, uint64_t number, uint64_t size,
+		   struct slice smallest, struct slice largest, uint64_t smallest_seq,
+		   uint64_t largest_seq, uint64_t entries, uint64_t range_dels)
+{
+	struct file_meta *f = fm_new();
+
+	f->number = number;
+	f->size = size;
+	buf_set(&f->smallest, smallest.data, smallest.len);
+	buf_set(&f->largest, largest.data, largest.len);
+	f->smallest_seq = smallest_seq;
+	f->largest_seq = largest_seq;
+	f->entries = entries;
+	f->range_dels = range_dels;
+	e->adds = xrealloc(e->adds, (e->nadds + 1) * sizeof(*e->adds));
+	e->adds[e->nadds].level = level;
+	e->adds[e->nadds].f = f;
+	e->nadds++;
+}
+
+void edit_del_file(struct version_edit *e, int level, uint64_t number)
+{
+	e->dels = xrealloc(e->dels, (e->ndels + 1) * sizeof(*e->dels));
+	e->dels[e->ndels].level = level;
+	e->dels[e->ndels].number = number;
+	e->ndels++;
+}
+
+void edit_set_compact_pointer(struct version_edit *e, int level, struct slice key)
+{
+	if (e->ncp >= NUM_LEVELS)
+		return;
+	e->cp_level[e->ncp] = level;
+	buf_set(&e->cp_key[e->ncp], key.data, key.len);
+	e->ncp++;
+}
+
+void edit_encode(const struct version_edit *e, struct buf *out)
+{
+	if (e->has_log_number) {
+		buf_put_varint32(out, TAG_LOG_NUMBER);
+		buf_put_varint64(out, e->log_number);
+	}
+	if (e->has_next_file) {
+		buf_put_varint32(out, TAG_NEXT_FILE);
+		buf_put_varint64(out, e->next_file);
+	}
+	if (e->has_last_seq) {
+		buf_put_varint32(out, TAG_LAST_SEQ);
+		buf_put_varint64(out, e->last_seq);
+	}
+	for (int i = 0; i < e->ncp; i++) {
+		buf_put_varint32(out, TAG_COMPACT_POINTER);
+		buf_put_varint32(out, (uint32_t)e->cp_level[i]);
+		buf_put_lenprefixed(out, buf_slice(&e->cp_key[i]));
+	}
+	for (size_t i = 0; i < e->ndels; i++) {
+		buf_put_varint32(out, TAG_DELETED_FILE);
+		buf_put_varint32(out, (uint32_t)e->dels[i].level);
+		buf_put_varint64(out, e->dels[i].number);
+	}
+	for (size_t i = 0; i < e->nadds; i++) {
+		const struct file_meta *f = e->adds[i].f;
+		buf_put_varint32(out, TAG_NEW_FILE);
+		buf_put_varint32(out, (uint32_t)e->adds[i].level);
+		buf_put_varint64(out, f->number);
+		buf_put_varint64(out, f->size);
+		buf_put_lenprefixed(out, buf_slice(&f->smallest));
+		buf_put_lenprefixed(out, buf_slice(&f->largest));
+		buf_put_varint64(out, f->smallest_seq);
+		buf_put_varint64(out, f->largest_seq);
+		buf_put_varint64(out, f->entries);
+		buf_put_varint64(out, f->range_dels);
+	}
+}
+
+int edit_decode(struct version_edit *e, struct slice rec, const char *name)
+{
+	const char *p = rec.data, *limit = rec.data + rec.len;
+	uint32_t tag, level;
+	uint64_t number, size, sseq, lseq, entries, rdels;
+	struct slice a, b;
+
+	edit_init(e);
+	while (p < limit) {
+		if (!(p = dec_varint32(p, limit, &tag)))
+			goto bad;
+		switch (tag) {
+		case TAG_LOG_NUMBER:
+			if (!(p = dec_varint64(p, limit, &e->log_number)))
+				goto bad;
+			e->has_log_number = 1;
+			break;
+		case TAG_NEXT_FILE:
+			if (!(p = dec_varint64(p, limit, &e->next_file)))
+				goto bad;
+			e->has_next_file = 1;
+			break;
+		case TAG_LAST_SEQ:
+			if (!(p = dec_varint64(p, limit, &e->last_seq)))
+				goto bad;
+			e->has_last_seq = 1;
+			break;
+		case TAG_COMPACT_POINTER:
+			if (!(p = dec_varint32(p, limit, &level)) || level >= NUM_LEVELS ||
+			    !(p = dec_lenprefixed(p, limit, &a)))
+				goto bad;
+			edit_set_compact_pointer(e, (int)level, a);
+			break;
+		case TAG_DELETED_FILE:
+			if (!(p = dec_varint32(p, limit, &level)) || level >= NUM_LEVELS ||
+			    !(p = dec_varint64(p, limit, &number)))
+				goto bad;
+			edit_del_file(e, (int)level, number);
+			break;
+		case TAG_NEW_FILE:
+			if (!(p = dec_varint32(p, limit, &level)) || level >= NUM_LEVELS ||
+			    !(p = dec_varint64(p, limit, &number)) ||
+			    !(p = dec_varint64(p, limit, &size)) ||
+			    !(p = dec_lenprefixed(p, limit, &a)) ||
+			    !(p = dec_lenprefixed(p, limit, &b)) ||
+			    !(p = dec_varint64(p, limit, &sseq)) ||
+			    !(p = dec_varint64(p, limit, &lseq)) ||
+			    !(p = dec_varint64(p, limit, &entries)) ||
+			    !(p = dec_varint64(p, limit, &rdels)))
+				goto bad;
+			if (!ikey_valid(a) || !ikey_valid(b) || ikey_cmp(a, b) > 0)
+				goto bad;
+			edit_add_file(e, (int)level, number, size, a, b, sseq, lseq, entries, rdels);
+			break;
+		default:
+			goto bad;
+		}
+	}
+	return 0;
+bad:
+	edit_free(e);
+	return KV_CORRUPT("%s: malformed version edit (tag %u)", name, (unsigned)tag);
+}
+
+/* ------------------------------------------------------------ table cache */
+
+struct table_cache {
+	struct kv_env *env;
+	char *dir;
+	struct cache *cache;         /* number -> struct sst *, charge 1 per table */
+	struct cache *block_cache;
+	uint64_t *bytes_read;
+};
+
+static void tc_deleter(struct slice key, void *value)
+{
+	(void)key;
+	sst_close(value);
+}
+
+struct table_cache *tcache_new(struct kv_env *env, const char *dir, int max_open,
+			       struct cache *block_cache, uint64_t *bytes_read)
+{
+	struct table_cache *tc = xcalloc(1, sizeof(*tc));
+
+	tc->env = env;
+	tc->dir = xstrdup(dir);
+	/* 16 shards: give each a whole number of tables */
+	tc->cache = cache_new((size_t)(max_open < 64 ? 64 : max_open));
+	tc->block_cache = block_cache;
+	tc->bytes_read = bytes_read;
+	return tc;
+}
+
+void tcache_free(struct table_cache *tc)
+{
+	if (!tc)
+		return;
+	cache_free(tc->cache);
+	free(tc->dir);
+	free(tc);
+}
+
+int tcache_get(struct table_cache *tc, const struct file_meta *f, struct sst **t,
+	       struct cache_handle **h)
+{
+	char key[8], *path;
+	struct env_file *file;
+	struct sst *table;
+	int r;
+
+	enc_fixed64(key, f->number);
+	*h = cache_lookup(tc->cache, slice_make(key, 8));
+	if (*h) {
+		*t = cache_value(*h);
+		return 0;
+	}
+	path = xasprintf("%s/%06llu.sst", tc->dir, (unsigned long long)f->number);
+	r = env_open_read(tc->env, path, &file);
+	if (r == -ENOENT)
+		r = KV_CORRUPT("%s: table file is missing", path);
+	if (r < 0)
+		goto out;
+	r = sst_open(file, f->size, path, tc->block_cache, tc->bytes_read, &table);
+	if (r < 0)
+		goto out;
+	*h = cache_insert(tc->cache, slice_make(key, 8), table, 1, tc_deleter);
+	*t = table;
+out:
+	free(path);
+	return r;
+}
+
+void tcache_release(struct table_cache *tc, struct cache_handle *h)
+{
+	cache_release(tc->cache, h);
+}
+
+void tcache_evict(struct table_cache *tc, uint64_t number)
+{
+	char key[8];
+
+	enc_fixed64(key, number);
+	cache_erase(tc->cache, slice_make(key, 8));
+}
+
+/* An SST iterator that releases its table-cache pin when destroyed. */
+struct pinned_iter {
+	struct iter base;
+	struct iter *inner;
+	struct table_cache *tc;
+	struct cache_handle *h;
+	uint64_t max_seq;
+};
+
+#define PI(it) ((struct pinned_iter *)(it))
+static int pi_valid(struct iter *it) { return iter_valid(PI(it)->inner); }
+static void pi_seek_first(struct iter *it) { iter_seek_first(PI(it)->inner); }
+static void pi_seek_last(struct iter *it) { iter_seek_last(PI(it)->inner); }
+static void pi_seek(struct iter *it, struct slice t) { iter_seek(PI(it)->inner, t); }
+static void pi_next(struct iter *it) { iter_next(PI(it)->inner); }
+static void pi_prev(struct iter *it) { iter_prev(PI(it)->inner); }
+static struct slice pi_key(struct iter *it) { return iter_key(PI(it)->inner); }
+static struct slice pi_value(struct iter *it) { return iter_value(PI(it)->inner); }
+static int pi_status(struct iter *it) { return iter_status(PI(it)->inner); }
+static uint64_t pi_max_seq(struct iter *it) { return PI(it)->max_seq; }
+static void pi_destroy(struct iter *it)
+{
+	iter_destroy(PI(it)->inner);
+	tcache_release(PI(it)->tc, PI(it)->h);
+	free(it);
+}
+
+static const struct iter_ops pinned_ops = {
+	.valid = pi_valid, .seek_first = pi_seek_first, .seek_last = pi_seek_last,
+	.seek = pi_seek, .next = pi_next, .prev = pi_prev, .key = pi_key, .value = pi_value,
+	.status = pi_status, .destroy = pi_destroy, .max_seq = pi_max_seq,
+};
+
+struct iter *tcache_iter(struct table_cache *tc, const struct file_meta *f, int fill_cache)
+{
+	struct cache_handle *h;
+	struct pinned_iter *pi;
+	struct sst *t;
+	int r = tcache_get(tc, f, &t, &h);
+
+	if (r < 0)
+		return iter_empty(r);
+	pi = xmalloc(sizeof(*pi));
+	pi->base.ops = &pinned_ops;
+	pi->inner = sst_iter_new(t, fill_cache);
+	pi->tc = tc;
+	pi->h = h;
+	pi->max_seq = f->largest_seq;
+	return &pi->base;
+}
+
+/* ------------------------------------------------------------ versions */
+
+static struct version *version_new(struct version_set *vs)
+{
+	struct version *v = xcalloc(1, sizeof(*v));
+
+	v->vs = vs;
+	v->refs = 1;
+	/* link into the live list */
+	v->next = &vs->live;
+	v->prev = vs->live.prev;
+	v->prev->next = v;
+	vs->live.prev = v;
+	return v;
+}
+
+void version_ref(struct version *v)
+{
+	__atomic_add_fetch(&v->refs, 1, __ATOMIC_RELAXED);
+}
+
+/* REQUIRES: db mutex (the live list changes). */
+void version_unref(struct version *v)
+{
+	if (__atomic_sub_fetch(&v->refs, 1, __ATOMIC_ACQ_REL) != 0)
+		return;
+	v->prev->next = v->next;
+	v->next->prev = v->prev;
+	for (int l = 0; l < NUM_LEVELS; l++) {
+		for (size_t i = 0; i < v->nfiles[l]; i++)
+			fm_unref(v->files[l][i]);
+		free(v->files[l]);
+	}
+	free(v);
+}
+
+uint64_t version_level_bytes(const struct version *v, int level)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < v->nfiles[level]; i++)
+		n += v->files[level][i]->size;
+	return n;
+}
+
+uint64_t max_bytes_for_level(const struct kv_options *opt, int level)
+{
+	uint64_t n = opt->max_bytes_level_base;
+
+	for (int l = 1; l < level; l++)
+		n *= 10;
+	return n;
+}
+
+static void version_add(struct version *v, int level, struct file_meta *f)
+{
+	v->files[level] = xrealloc(v->files[level], (v->nfiles[level] + 1) * sizeof(f));
+	v->files[level][v->nfiles[level]++] = f;
+	fm_ref(f);
+}
+
+static int cmp_l0(const void *a, const void *b)
+{
+	const struct file_meta *x = *(struct file_meta *const *)a, *y = *(struct file_meta *const *)b;
+
+	/* newest first */
+	if (x->largest_seq != y->largest_seq)
+		return x->largest_seq > y->largest_seq ? -1 : 1;
+	return x->number > y->number ? -1 : x->number < y->number;
+}
+
+static int cmp_smallest(const void *a, const void *b)
+{
+	const struct file_meta *x = *(struct file_meta *const *)a, *y = *(struct file_meta *const *)b;
+
+	return ikey_cmp(buf_slice(&x->smallest), buf_slice(&y->smallest));
+}
+
+static void version_score(struct version *v, const struct kv_options *opt)
+{
+	v->score = (double)v->nfiles[0] / opt->l0_compaction_trigger;
+	v->score_level = 0;
+	for (int l = 1; l < NUM_LEVELS - 1; l++) {
+		double s = (double)version_level_bytes(v, l) / (double)max_bytes_for_level(opt, l);
+		if (s > v->score) {
+			v->score = s;
+			v->score_level = l;
+		}
+	}
+}
+
+static int deleted_in(const struct version_edit *e, int level, uint64_t number)
+{
+	for (size_t i = 0; i < e->ndels; i++)
+		if (e->dels[i].level == level && e->dels[i].number == number)
+			return 1;
+	return 0;
+}
+
+/*
+ * base + edit -> a new version.  Checks the level invariant: files of a level
+ * >= 1 must not overlap (in internal-key order); a violation is corruption.
+ */
+static int version_apply(struct version_set *vs, const struct version *base,
+			 const struct version_edit *e, struct version **out)
+{
+	struct version *v = version_new(vs);
+
+	for (int l = 0; l < NUM_LEVELS; l++) {
+		for (size_t i = 0; base && i < base->nfiles[l]; i++) {
+			struct file_meta *f = base->files[l][i];
+			if (!deleted_in(e, l, f->number))
+				version_add(v, l, f);
+		}
+	}
+	for (size_t i = 0; i < e->nadds; i++)
+		version_add(v, e->adds[i].level, e->adds[i].f);
+	qsort(v->files[0], v->nfiles[0], sizeof(struct file_meta *), cmp_l0);
+	for (int l = 1; l < NUM_LEVELS; l++) {
+		qsort(v->files[l], v->nfiles[l], sizeof(struct file_meta *), cmp_smallest);
+		for (size_t i = 1; i < v->nfiles[l]; i++) {
+			if (ikey_cmp(buf_slice(&v->files[l][i - 1]->largest),
+				     buf_slice(&v->files[l][i]->smallest)) >= 0) {
+				uint64_t a = v->files[l][i - 1]->number, b = v->files[l][i]->number;
+				version_unref(v);
+				return KV_CORRUPT("%s: tables %06llu and %06llu overlap in level %d",
+						  vs->dir, (unsigned long long)a, (unsigned long long)b, l);
+			}
+		}
+	}
+	version_score(v, vs->opt);
+	*out = v;
+	return 0;
+}
+
+/* ------------------------------------------------------------ version set */
+
+struct version_set *vs_new(const char *dir, struct kv_env *env, const struct kv_options *opt,
+			   struct table_cache *tc)
+{
+	struct version_set *vs = xcalloc(1, sizeof(*vs));
+
+	vs->dir = xstrdup(dir);
+	vs->env = env;
+	vs->opt = opt;
+	vs->tc = tc;
+	vs->live.next = vs->live.prev = &vs->live;
+	vs->next_file = 2;
+	return vs;
+}
+
+void vs_free(struct version_set *vs)
+{
+	if (!vs)
+		return;
+	if (vs->current)
+		version_unref(vs->current);
+	if (vs->manifest)
+		wal_writer_free(vs->manifest);
+	for (int l = 0; l < NUM_LEVELS; l++)
+		buf_free(&vs->compact_pointer[l]);
+	free(vs->dir);
+	free(vs);
+}
+
+uint64_t vs_new_file_number(struct version_set *vs)
+{
+	return vs->next_file++;
+}
+
+void vs_init_empty(struct version_set *vs)
+{
+	struct version_edit e;
+
+	edit_init(&e);
+	version_apply(vs, NULL, &e, &vs->current);
+	edit_free(&e);
+}
+
+/*
+ * The manifest is read more strictly than the write-ahead log: every record
+ * was fsynced before anything relied on it, so a last record that is whole
+ * (its header and payload are all there) but fails its checksum is damage,
+ * not an unfinished write.  Only a record cut short, or zeros, may end it.
+ */
+static int manifest_tail_check(struct env_file *f, uint64_t size, struct wal_reader *rd,
+			       const char *name)
+{
+	char hdr[WAL_HEADER];
+	uint64_t off;
+	uint32_t len;
+
+	if (!wal_reader_torn(rd, &off))
+		return 0;
+	if (size - off < WAL_HEADER || env_read_exact(f, hdr, WAL_HEADER, off) < 0)
+		return 0;
+	len = dec_fixed32(hdr + 4);
+	if (dec_fixed32(hdr) == 0 && len == 0)
+		return 0;   /* zero-filled */
+	if (off + WAL_HEADER + len <= size)
+		return KV_CORRUPT("%s: damaged record at offset %llu", name,
+				  (unsigned long long)off);
+	return 0;
+}
+
+int vs_recover(struct version_set *vs)
+{
+	char *cur_path = xasprintf("%s/CURRENT", vs->dir), *current = NULL, *mpath = NULL;
+	struct version *v = NULL, *nv;
+	struct wal_reader *rd = NULL;
+	struct env_file *f = NULL;
+	struct version_edit e;
+	int have_next = 0, have_log = 0, have_seq = 0;
+	uint64_t msize;
+	size_t len;
+	struct slice rec;
+	int r;
+
+	if (!env_exists(vs->env, cur_path)) {
+		r = -ENOENT;
+		goto out;
+	}
+	r = env_read_file(vs->env, cur_path, &current, &len);
+	if (r < 0)
+		goto out;
+	if (len < 2 || current[len - 1] != '\n' || strncmp(current, "MANIFEST-", 9) ||
+	    memchr(current, '/', len)) {
+		r = KV_CORRUPT("%s: does not name a manifest", cur_path);
+		goto out;
+	}
+	current[len - 1] = 0;
+	mpath = xasprintf("%s/%s", vs->dir, current);
+	if (!env_exists(vs->env, mpath)) {
+		r = KV_CORRUPT("%s names %s, which is missing", cur_path, mpath);
+		goto out;
+	}
+	if ((r = env_file_size(vs->env, mpath, &msize)) < 0 ||
+	    (r = env_open_read(vs->env, mpath, &f)) < 0)
+		goto out;
+	rd = wal_reader_new(f, msize, mpath);
+	v = version_new(vs);
+	while ((r = wal_read(rd, &rec)) > 0) {
+		r = edit_decode(&e, rec, mpath);
+		if (r < 0)
+			goto out;
+		r = version_apply(vs, v, &e, &nv);
+		if (r == 0) {
+			version_unref(v);
+			v = nv;
+		}
+		if (e.has_next_file) { vs->next_file = e.next_file; have_next = 1; }
+		if (e.has_log_number) { vs->log_number = e.log_number; have_log = 1; }
+		if (e.has_last_seq) { vs->last_seq = e.last_seq; have_seq = 1; }
+		for (int i = 0; i < e.ncp; i++)
+			buf_set(&vs->compact_pointer[e.cp_level[i]], e.cp_key[i].data,
+				e.cp_key[i].len);
+		edit_free(&e);
+		if (r < 0)
+			goto out;
+	}
+	if (r < 0)
+		goto out;
+	if ((r = manifest_tail_check(f, msize, rd, mpath)) < 0)
+		goto out;
+	if (!have_next || !have_log || !have_seq) {
+		r = KV_CORRUPT("%s: incomplete manifest (no %s)", mpath,
+			       !have_next ? "next file number" : !have_log ? "log number" :
+			       "last sequence");
+		goto out;
+	}
+	/* every table must be there, with the size the manifest recorded */
+	for (int l = 0; l < NUM_LEVELS && r == 0; l++) {
+		for (size_t i = 0; i < v->nfiles[l]; i++) {
+			const struct file_meta *fm = v->files[l][i];
+			char *p = xasprintf("%s/%06llu.sst", vs->dir, (unsigned long long)fm->number);
+			uint64_t sz;
+			if (env_file_size(vs->env, p, &sz) < 0)
+				r = KV_CORRUPT("%s: table file is missing (named in %s)", p, mpath);
+			else if (sz != fm->size)
+				r = KV_CORRUPT("%s: size %llu, but the manifest says %llu", p,
+					       (unsigned long long)sz, (unsigned long long)fm->size);
+			free(p);
+			if (r < 0)
+				break;
+		}
+	}
+	if (r < 0)
+		goto out;
+	if (vs->next_file <= vs->log_number)
+		vs->next_file = vs->log_number + 1;
+	vs->current = v;
+	v = NULL;
+	r = 0;
+out:
+	if (v)
+		version_unref(v);
+	if (rd)
+		wal_reader_free(rd);
+	if (f)
+		env_close(f);
+	free(cur_path);
+	free(current);
+	free(mpath);
+	return r;
+}
+
+/* The whole state as one edit. */
+static void snapshot_edit(struct version_set *vs, struct version_edit *e)
+{
+	const struct version *v = vs->current;
+
+	edit_init(e);
+	for (int l = 0; l < NUM_LEVELS; l++) {
+		if (vs->compact_pointer[l].len)
+			edit_set_compact_pointer(e, l, buf_slice(&vs->compact_pointer[l]));
+		for (size_t i = 0; i < v->nfiles[l]; i++) {
+			struct file_meta *f = v->files[l][i];
+			e->adds = xrealloc(e->adds, (e->nadds + 1) * sizeof(*e->adds));
+			e->adds[e->nadds].level = l;
+			e->adds[e->nadds].f = f;
+			fm_ref(f);
+			e->nadds++;
+		}
+	}
+	e->has_log_number = 1;
+	e->log_number = vs->log_number;
+	e->has_next_file = 1;
+	e->next_file = vs->next_file;
+	e->has_last_seq = 1;
+	e->last_seq = vs->last_seq;
+}
+
+int vs_new_manifest(struct version_set *vs)
+{
+	uint64_t number = vs_new_file_number(vs);
+	char *path = xasprintf("%s/MANIFEST-%06llu", vs->dir, (unsigned long long)number);
+	char *tmp = xasprintf("%s/CURRENT.tmp", vs->dir);
+	char *cur = xasprintf("%s/CURRENT", vs->dir);
+	char *line = xasprintf("MANIFEST-%06llu\n", (unsigned long long)number);
+	struct version_edit e;
+	struct wal_writer *w = NULL;
+	struct env_file *f;
+	struct buf rec = BUF_INIT;
+	int r;
+
+	r = env_open_append(vs->env, path, &f);
+	if (r < 0)
+		goto out;
+	w = wal_writer_new(f);
+	snapshot_edit(vs, &e);
+	edit_encode(&e, &rec);
+	edit_free(&e);
+	if ((r = wal_add(w, buf_slice(&rec))) < 0 || (r = wal_sync(w)) < 0)
+		goto out;
+	/* CURRENT switches atomically: temporary file, fsync, rename, directory fsync */
+	if ((r = env_write_file(vs->env, tmp, line, strlen(line), NULL)) < 0 ||
+	    (r = env_rename(vs->env, tmp, cur)) < 0 || (r = env_sync_dir(vs->env, vs->dir)) < 0)
+		goto out;
+	if (vs->manifest)
+		wal_writer_free(vs->manifest);
+	vs->manifest = w;
+	vs->manifest_number = number;
+	w = NULL;
+out:
+	if (w) {
+		wal_writer_free(w);
+		env_unlink(vs->env, path);
+	}
+	buf_free(&rec);
+	free(path);
+	free(tmp);
+	free(cur);
+	free(line);
+	return r;
+}
+
+int vs_log_and_apply(struct version_set *vs, struct version_edit *e)
+{
+	struct version *v;
+	struct buf rec = BUF_INIT;
+	int r;
+
+	if (!e->has_log_number) {
+		e->has_log_number = 1;
+		e->log_number = vs->log_number;
+	}
+	e->has_next_file = 1;
+	e->next_file = vs->next_file;
+	if (!e->has_last_seq) {
+		e->has_last_seq = 1;
+		e->last_seq = vs->last_seq;
+	}
+	r = version_apply(vs, vs->current, e, &v);
+	if (r < 0)
+		return r;
+	edit_encode(e, &rec);
+	r = wal_add(vs->manifest, buf_slice(&rec));
+	if (r == 0)
+		r = wal_sync(vs->manifest);
+	buf_free(&rec);
+	if (r < 0) {
+		version_unref(v);
+		return r;
+	}
+	for (int i = 0; i < e->ncp; i++)
+		buf_set(&vs->compact_pointer[e->cp_level[i]], e->cp_key[i].data, e->cp_key[i].len);
+	vs->log_number = e->log_number;
+	vs->last_seq = e->last_seq;
+	version_unref(vs->current);
+	vs->current = v;
+	return 0;
+}
+
+uint64_t *vs_live_files(struct version_set *vs, size_t *n)
+{
+	size_t cap = 64;
+	uint64_t *out = xmalloc(cap * sizeof(*out));
+
+	*n = 0;
+	for (struct version *v = vs->live.next; v != &vs->live; v = v->next) {
+		for (int l = 0; l < NUM_LEVELS; l++) {
+			for (size_t i = 0; i < v->nfiles[l]; i++) {
+				if (*n == cap) {
+					cap *= 2;
+					out = xrealloc(out, cap * sizeof(*out));
+				}
+				out[(*n)++] = v->files[l][i]->number;
+			}
+		}
+	}
+	return out;
+}
+
+/* ------------------------------------------------------------ lookups */
+
+static int ukey_in_file(const struct file_meta *f, struct slice ukey)
+{
+	return slice_cmp(ukey, fm_smallest_user(f)) >= 0 && slice_cmp(ukey, fm_largest_user(f)) <= 0;
+}
+
+/* Index of the first file in a sorted level whose largest key >= ikey. */
+static size_t find_file(struct file_meta *const *files, size_t n, struct slice ikey)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (ikey_cmp(buf_slice(&files[mid]->largest), ikey) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * Look in one table.  Returns 1 if the table decides the answer (a version
+ * of ukey or a tombstone covering it, visible at snap), 0 if not, < 0 error.
+ */
+static int get_in_file(struct version_set *vs, const struct file_meta *f, struct slice ukey,
+		       uint64_t snap, int *type, uint64_t *seq, struct buf *val,
+		       uint64_t *bloom_useful)
+{
+	struct cache_handle *h;
+	struct sst *t;
+	uint64_t tomb;
+	int r, skipped = 0;
+
+	r = tcache_get(vs->tc, f, &t, &h);
+	if (r < 0)
+		return r;
+	tomb = f->range_dels ? rdel_set_covering(sst_range_dels(t), ukey, snap) : 0;
+	r = sst_get(t, ukey, snap, type, seq, val, &skipped);
+	tcache_release(vs->tc, h);
+	if (skipped && bloom_useful)
+		__atomic_add_fetch(bloom_useful, 1, __ATOMIC_RELAXED);
+	if (r < 0)
+		return r;
+	if (r > 0 && *seq > tomb)
+		return 1;
+	if (tomb) {
+		*type = KT_DELETE;
+		*seq = tomb;
+		return 1;
+	}
+	return 0;
+}
+
+int version_get(struct version *v, struct slice ukey, uint64_t snap, int *type, uint64_t *seq,
+		struct buf *val, uint64_t *bloom_useful)
+{
+	struct buf lookup = BUF_INIT;
+	int r = 0;
+
+	for (size_t i = 0; i < v->nfiles[0]; i++) {
+		const struct file_meta *f = v->files[0][i];
+		if (!ukey_in_file(f, ukey) || f->smallest_seq > snap)
+			continue;
+		r = get_in_file(v->vs, f, ukey, snap, type, seq, val, bloom_useful);
+		if (r != 0)
+			goto out;
+	}
+	ikey_append(&lookup, ukey, snap, KT_SEEK);
+	for (int l = 1; l < NUM_LEVELS; l++) {
+		size_t n = v->nfiles[l];
+		size_t i = find_file(v->files[l], n, buf_slice(&lookup));
+		/* a file whose tombstone ends at ukey may share that boundary with the next */
+		for (; i < n; i++) {
+			const struct file_meta *f = v->files[l][i];
+			if (slice_cmp(ukey, fm_smallest_user(f)) < 0)
+				break;
+			r = get_in_file(v->vs, f, ukey, snap, type, seq, val, bloom_useful);
+			if (r != 0)
+				goto out;
+		}
+	}
+out:
+	buf_free(&lookup);
+	return r;
+}
+
+struct file_meta **version_overlapping(const struct version *v, int level, const struct slice *lo,
+				       const struct slice *hi, int expand, size_t *n)
+{
+	struct file_meta **out = xmalloc((v->nfiles[level] + 1) * sizeof(*out));
+	struct buf blo = BUF_INIT, bhi = BUF_INIT;
+	int have_lo = lo != NULL, have_hi = hi != NULL;
+	size_t i;
+
+	if (lo)
+		buf_set(&blo, lo->data, lo->len);
+	if (hi)
+		buf_set(&bhi, hi->data, hi->len);
+restart:
+	*n = 0;
+	for (i = 0; i < v->nfiles[level]; i++) {
+		struct file_meta *f = v->files[level][i];
+		struct slice fs = fm_smallest_user(f), fl = fm_largest_user(f);
+		if (have_hi && slice_cmp(fs, buf_slice(&bhi)) > 0)
+			continue;
+		if (have_lo && slice_cmp(fl, buf_slice(&blo)) < 0)
+			continue;
+		out[(*n)++] = f;
+		if (level == 0 && expand) {
+			/* widen the range to this file and look again */
+			if (have_lo && slice_cmp(fs, buf_slice(&blo)) < 0) {
+				buf_set(&blo, fs.data, fs.len);
+				goto restart;
+			}
+			if (have_hi && slice_cmp(fl, buf_slice(&bhi)) > 0) {
+				buf_set(&bhi, fl.data, fl.len);
+				goto restart;
+			}
+		}
+	}
+	buf_free(&blo);
+	buf_free(&bhi);
+	return out;
+}
+
+void version_collect_range_dels(struct version *v, const struct slice *lo, const struct slice *hi,
+				struct rtomb **out, size_t *n, size_t *cap, struct cache_handle ***pins,
+				size_t *npins)
+{
+	for (int l = 0; l < NUM_LEVELS; l++) {
+		for (size_t i = 0; i < v->nfiles[l]; i++) {
+			const struct file_meta *f = v->files[l][i];
+			struct cache_handle *h;
+			const struct rdel_set *s;
+			struct sst *t;
+
+			if (!f->range_dels)
+				continue;
+			if (hi && slice_cmp(fm_smallest_user(f), *hi) > 0)
+				continue;
+			if (lo && slice_cmp(fm_largest_user(f), *lo) < 0)
+				continue;
+			if (tcache_get(v->vs->tc, f, &t, &h) < 0)
+				continue;  /* the file's iterator reports the error */
+			*pins = xrealloc(*pins, (*npins + 1) * sizeof(**pins));
+			(*pins)[(*npins)++] = h;
+			s = sst_range_dels(t);
+			for (size_t j = 0; j < rdel_set_count(s); j++) {
+				const struct rdel_frag *fr = rdel_set_frag(s, j);
+				for (size_t k = 0; k < fr->nseqs; k++) {
+					if (*n == *cap) {
+						*cap = *cap ? *cap * 2 : 16;
+						*out = xrealloc(*out, *cap * sizeof(**out));
+					}
+					(*out)[*n].start = fr->start;
+					(*out)[*n].end = fr->end;
+					(*out)[*n].seq = fr->seqs[k];
+					(*n)++;
+				}
+			}
+		}
+	}
+}
+
+/* ------------------------------------------------------------ level iterator */
+
+/*
+ * Walks the files of one sorted level as one stream, opening a file only
+ * when the walk reaches it, so a short scan touches one or two files.
+ */
+struct level_iter {
+	struct iter base;
+	struct version *v;
+	int level, fill_cache;
+	size_t idx;              /* current file; nfiles when past the end */
+	struct iter *cur;
+	int status;
+	uint64_t level_max_seq;
+};
+
+#define LI(it) ((struct level_iter *)(it))
+
+static struct file_meta **li_files(struct level_iter *li, size_t *n)
+{
+	*n = li->v->nfiles[li->level];
+	return li->v->files[li->level];
+}
+
+static void li_open(struct level_iter *li, size_t idx)
+{
+	size_t n;
+	struct file_meta **files = li_files(li, &n);
+
+	if (li->cur && li->idx == idx)
+		return;
+	if (li->cur) {
+		int st = iter_status(li->cur);
+		if (st && !li->status)
+			li->status = st;
+		iter_destroy(li->cur);
+		li->cur = NULL;
+	}
+	li->idx = idx;
+	if (idx < n)
+		li->cur = tcache_iter(li->v->vs->tc, files[idx], li->fill_cache);
+}
+
+static int li_valid(struct iter *it)
+{
+	struct level_iter *li = LI(it);
+
+	return li->cur && iter_valid(li->cur);
+}
+
+/* Move forward over empty files; stop at an error. */
+static void li_skip_forward(struct level_iter *li)
+{
+	size_t n;
+
+	li_files(li, &n);
+	while (li->cur && !iter_valid(li->cur) && !iter_status(li->cur)) {
+		if (li->idx + 1 >= n) {
+			li_open(li, n);
+			return;
+		}
+		li_open(li, li->idx + 1);
+		iter_seek_first(li->cur);
+	}
+}
+
+static void li_skip_backward(struct level_iter *li)
+{
+	size_t n;
+
+	li_files(li, &n);
+	while (li->cur && !iter_valid(li->cur) && !iter_status(li->cur)) {
+		if (li->idx == 0) {
+			li_open(li, n);
+			return;
+		}
+		li_open(li, li->idx - 1);
+		iter_seek_last(li->cur);
+	}
+}
+
+static void li_seek_first(struct iter *it)
+{
+	struct level_iter *li = LI(it);
+
+	li_open(li, 0);
+	if (li->cur)
+		iter_seek_first(li->cur);
+	li_skip_forward(li);
+}
+
+static void li_seek_last(struct iter *it)
+{
+	struct level_iter *li = LI(it);
+	size_t n;
+
+	li_files(li, &n);
+	if (n == 0) {
+		li_open(li, 0);
+		return;
+	}
+	li_open(li, n - 1);
+	iter_seek_last(li->cur);
+	li_skip_backward(li);
+}
+
+static void li_seek(struct iter *it, struct slice target)
+{
+	struct level_iter *li = LI(it);
+	size_t n;
+	struct file_meta **files = li_files(li, &n);
+
+	li_open(li, find_file(files, n, target));
+	if (li->cur)
+		iter_seek(li->cur, target);
+	li_skip_forward(li);
+}
+
+static void li_next(struct iter *it)
+{
+	struct level_iter *li = LI(it);
+
+	iter_next(li->cur);
+	li_skip_forward(li);
+}
+
+static void li_prev(struct iter *it)
+{
+	struct level_iter *li = LI(it);
+
+	iter_prev(li->cur);
+	li_skip_backward(li);
+}
+
+static struct slice li_key(struct iter *it) { return iter_key(LI(it)->cur); }
+static struct slice li_value(struct iter *it) { return iter_value(LI(it)->cur); }
+
+static int li_status(struct iter *it)
+{
+	struct level_iter *li = LI(it);
+
+	if (li->status)
+		return li->status;
+	return li->cur ? iter_status(li->cur) : 0;
+}
+
+/*
+ * The largest sequence in the whole level, not just the current file: a
+ * caller that skips a deleted range seeks this iterator past it, which may
+ * cross into later files.
+ */
+static uint64_t li_max_seq(struct iter *it)
+{
+	return LI(it)->level_max_seq;
+}
+
+static void li_destroy(struct iter *it)
+{
+	struct level_iter *li = LI(it);
+
+	iter_destroy(li->cur);
+	/* the version reference is dropped by the owner (db iterator), under the db mutex */
+	free(li);
+}
+
+static const struct iter_ops level_ops = {
+	.valid = li_valid, .seek_first = li_seek_first, .seek_last = li_seek_last,
+	.seek = li_seek, .next = li_next, .prev = li_prev, .key = li_key, .value = li_value,
+	.status = li_status, .destroy = li_destroy, .max_seq = li_max_seq,
+};
+
+struct iter *level_iter_new(struct version *v, int level, int fill_cache)
+{
+	struct level_iter *li = xcalloc(1, sizeof(*li));
+
+	li->base.ops = &level_ops;
+	li->v = v;
+	li->level = level;
+	li->fill_cache = fill_cache;
+	li->idx = (size_t)-1;
+	for (size_t i = 0; i < v->nfiles[level]; i++)
+		if (v->files[level][i]->largest_seq > li->level_max_seq)
+			li->level_max_seq = v->files[level][i]->largest_seq;
+	return &li->base;
+}
+
+int vs_apply_only(struct version_set *vs, struct version_edit *e)
+{
+	struct version *v;
+	int r = version_apply(vs, vs->current, e, &v);
+
+	if (r < 0)
+		return r;
+	if (e->has_log_number)
+		vs->log_number = e->log_number;
+	if (e->has_last_seq)
+		vs->last_seq = e->last_seq;
+	version_unref(vs->current);
+	vs->current = v;
+	return 0;
+}

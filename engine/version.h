@@ -1,0 +1,195 @@
+/*
+ * version.h -- which SSTables make up the database, and how that changes.
+ *
+ * A version is an immutable list of live table files per level.  Level 0
+ * holds flushed memtables, newest first, whose key ranges may overlap; in
+ * every deeper level the files are sorted and their ranges disjoint, and a
+ * key's versions in a shallower level are always newer than those deeper.
+ * Level L >= 1 aims at 10^(L-1) x max_bytes_level_base bytes.
+ *
+ * Every change (a flush adds a file, a compaction replaces some) is a
+ * version edit, appended to the MANIFEST log and fsynced before the new
+ * version is used, so the live set after a crash is exactly the last edit
+ * that reached the disk.  At open the manifest is replayed; then a new
+ * manifest starting with a snapshot of the whole state is written and
+ * CURRENT is switched to it (written to a temporary file, fsynced, renamed,
+ * directory fsynced).  Manifest records use the WAL's record format, read
+ * strictly: only a truncated or zero-filled last record counts as torn.
+ *
+ * Edit encoding: a sequence of (varint32 tag, fields):
+ *     1 log number       varint64
+ *     2 next file number varint64
+ *     3 last sequence    varint64
+ *     4 compact pointer  varint32 level, lenprefixed internal key
+ *     5 deleted file     varint32 level, varint64 number
+ *     6 new file         varint32 level, varint64 number, varint64 size,
+ *                        lenprefixed smallest, lenprefixed largest,
+ *                        varint64 smallest seq, varint64 largest seq,
+ *                        varint64 entries, varint64 range tombstones
+ *
+ * Versions are reference counted; readers and iterators hold the version
+ * they started with, so its files are not deleted under them.
+ * REQUIRES: the db mutex for every function that changes the version set.
+ */
+#ifndef SMOLFS_VERSION_H
+#define SMOLFS_VERSION_H
+
+#include "cache.h"
+#include "dbformat.h"
+#include "env.h"
+#include "iter.h"
+#include "kv.h"
+#include "rangedel.h"
+#include "sst.h"
+#include "wal.h"
+
+#define NUM_LEVELS 7
+
+struct file_meta {
+	int refs;                 /* versions holding it (db mutex) */
+	uint64_t number, size;
+	struct buf smallest, largest;   /* internal keys, tombstone ends included */
+	uint64_t smallest_seq, largest_seq;
+	uint64_t entries, range_dels;
+	int being_compacted;      /* db mutex */
+};
+
+static inline struct slice fm_smallest_user(const struct file_meta *f)
+{
+	return ikey_user(buf_slice(&f->smallest));
+}
+static inline struct slice fm_largest_user(const struct file_meta *f)
+{
+	return ikey_user(buf_slice(&f->largest));
+}
+
+struct version_set;
+
+struct version {
+	struct version_set *vs;
+	int refs;                 /* atomic */
+	struct file_meta **files[NUM_LEVELS];
+	size_t nfiles[NUM_LEVELS];
+	/* the level most in need of compaction, and how much (>= 1: needed) */
+	double score;
+	int score_level;
+	struct version *prev, *next;   /* live versions list (db mutex) */
+};
+
+struct file_add {
+	int level;
+	struct file_meta *f;      /* the edit takes a reference */
+};
+struct file_del {
+	int level;
+	uint64_t number;
+};
+
+struct version_edit {
+	int has_log_number, has_next_file, has_last_seq;
+	uint64_t log_number, next_file, last_seq;
+	struct file_add *adds;
+	size_t nadds;
+	struct file_del *dels;
+	size_t ndels;
+	int cp_level[NUM_LEVELS];     /* compact pointer updates */
+	struct buf cp_key[NUM_LEVELS];
+	int ncp;
+};
+
+void edit_init(struct version_edit *e);
+void edit_free(struct version_edit *e);
+/* Adds a file (copies the keys into a new file_meta). */
+void edit_add_file(struct version_edit *e, int level, uint64_t number, uint64_t size,
+		   struct slice smallest, struct slice largest, uint64_t smallest_seq,
+		   uint64_t largest_seq, uint64_t entries, uint64_t range_dels);
+void edit_del_file(struct version_edit *e, int level, uint64_t number);
+void edit_set_compact_pointer(struct version_edit *e, int level, struct slice key);
+void edit_encode(const struct version_edit *e, struct buf *out);
+int edit_decode(struct version_edit *e, struct slice rec, const char *name);
+
+/* Open SSTables, shared by all versions: file number -> struct sst. */
+struct table_cache;
+struct table_cache *tcache_new(struct kv_env *env, const char *dir, int max_open,
+			       struct cache *block_cache, uint64_t *bytes_read);
+void tcache_free(struct table_cache *tc);
+/* A pinned table; release with tcache_release. */
+int tcache_get(struct table_cache *tc, const struct file_meta *f, struct sst **t,
+	       struct cache_handle **h);
+void tcache_release(struct table_cache *tc, struct cache_handle *h);
+void tcache_evict(struct table_cache *tc, uint64_t number);
+/* An iterator over one table that keeps it pinned. */
+struct iter *tcache_iter(struct table_cache *tc, const struct file_meta *f, int fill_cache);
+
+struct version_set {
+	char *dir;
+	struct kv_env *env;
+	const struct kv_options *opt;
+	struct table_cache *tc;
+	uint64_t next_file;
+	uint64_t log_number;          /* logs below this are no longer needed */
+	uint64_t last_seq;            /* as recorded in the manifest */
+	uint64_t manifest_number;
+	struct wal_writer *manifest;
+	struct version *current;
+	struct version live;          /* list head of live versions */
+	struct buf compact_pointer[NUM_LEVELS];
+};
+
+struct version_set *vs_new(const char *dir, struct kv_env *env, const struct kv_options *opt,
+			   struct table_cache *tc);
+void vs_free(struct version_set *vs);
+/*
+ * Read CURRENT and the manifest it names into vs.  -ENOENT if there is no
+ * CURRENT, -EUCLEAN if the manifest is damaged or a table it names is missing.
+ */
+int vs_recover(struct version_set *vs);
+/* Start a database: an empty version (no I/O; vs_write_snapshot follows). */
+void vs_init_empty(struct version_set *vs);
+/*
+ * Apply edit to the current version, append it to the manifest (starting a
+ * new manifest with a full snapshot when there is none) and fsync; on success
+ * the result becomes current.  On failure nothing changes.
+ */
+int vs_log_and_apply(struct version_set *vs, struct version_edit *e);
+/* Apply edit to the current version without logging it (recovery, before a new manifest). */
+int vs_apply_only(struct version_set *vs, struct version_edit *e);
+/* Write a new manifest holding the whole state and point CURRENT at it. */
+int vs_new_manifest(struct version_set *vs);
+uint64_t vs_new_file_number(struct version_set *vs);
+
+void version_ref(struct version *v);
+void version_unref(struct version *v);
+/* Bytes in a level. */
+uint64_t version_level_bytes(const struct version *v, int level);
+uint64_t max_bytes_for_level(const struct kv_options *opt, int level);
+
+/*
+ * Point lookup in the tables of v, newest first (see db.c for the rule that
+ * combines point entries and range tombstones).  Returns 1 found (*type,
+ * *seq, val filled), 0 absent, negative on error.  *tomb_seq gets the largest
+ * covering tombstone sequence seen at or before the deciding file.
+ */
+int version_get(struct version *v, struct slice ukey, uint64_t snap, int *type, uint64_t *seq,
+		struct buf *val, uint64_t *bloom_useful);
+
+/*
+ * Files of level overlapping user keys [lo, hi] (NULL: unbounded), inclusive.
+ * For level 0 with expand, the set is closed under overlap (files overlapping
+ * the chosen ones are added until none is).  Returns a malloc'd array.
+ */
+struct file_meta **version_overlapping(const struct version *v, int level, const struct slice *lo,
+				       const struct slice *hi, int expand, size_t *n);
+
+/* A concatenating iterator over a level >= 1 (opens each file as it is reached). */
+struct iter *level_iter_new(struct version *v, int level, int fill_cache);
+
+/* Append the range tombstones of every file in v overlapping [lo, hi] to *out. */
+void version_collect_range_dels(struct version *v, const struct slice *lo, const struct slice *hi,
+				struct rtomb **out, size_t *n, size_t *cap, struct cache_handle ***pins,
+				size_t *npins);
+
+/* The set of live file numbers over every live version (malloc'd, unsorted). */
+uint64_t *vs_live_files(struct version_set *vs, size_t *n);
+
+#endif

@@ -1,0 +1,77 @@
+/*
+ * wal.h -- the write-ahead log: a file of checksummed records.
+ *
+ * Each record is
+ *
+ *     fixed32 masked crc32c(length bytes + payload) | fixed32 length | payload
+ *
+ * The checksum covers the length too, so a damaged length is caught like
+ * damaged data.  Records are appended whole, each wal_add or wal_addv with
+ * one append call; a record is durable once the file is synced.  A record
+ * holds at most WAL_MAX_RECORD bytes (a batch with a 100 MiB value and room
+ * to spare); a longer length in a header can only be damage.
+ *
+ * Reading stops at the end of the log.  A crash during an append leaves the
+ * torn tail of an unfinished write: a prefix of the appended bytes, perhaps
+ * followed by zeros where the file system extended the file but never wrote
+ * its blocks.  The torn tail ends the log without error, and
+ * wal_reader_torn() tells where it began.  The record at offset off is the
+ * torn tail when
+ *   - its header, or the payload its length (at most WAL_MAX_RECORD)
+ *     announces, runs past the end of the file, or
+ *   - its checksum fails and every byte after it, to the end of the file, is
+ *     zero (there may be none: it ends exactly at the end of the file).  A
+ *     zero-filled tail is such a record: a zero header says length 0 and
+ *     fails the checksum, or
+ *   - its length exceeds WAL_MAX_RECORD and every byte after its header is
+ *     zero.
+ * A bad checksum or an impossible length followed by any non-zero byte is
+ * corruption: wal_read returns -EUCLEAN with the file name and the record's
+ * offset.  (A damaged length that points past the end of the file cannot be
+ * told from a torn write, and is read as one.)
+ */
+#ifndef SMOLFS_WAL_H
+#define SMOLFS_WAL_H
+
+#include "env.h"
+#include "util.h"
+
+#define WAL_HEADER 8
+#define WAL_MAX_RECORD (200u * 1024 * 1024)
+
+struct wal_writer;
+struct wal_reader;
+
+/* Takes ownership of f (closed by wal_writer_free). */
+struct wal_writer *wal_writer_new(struct env_file *f);
+/*
+ * Append one record (not synced).  -E2BIG if it exceeds WAL_MAX_RECORD.
+ * After an append or sync fails, every later wal_add, wal_addv and wal_sync
+ * returns that error: the file may end in part of a record, and a record
+ * written after it would turn a torn tail into corruption.
+ */
+int wal_add(struct wal_writer *w, struct slice rec);
+/* Append several records with one append call (group commit); n = 0 writes nothing. */
+int wal_addv(struct wal_writer *w, const struct slice *recs, size_t n);
+int wal_sync(struct wal_writer *w);
+uint64_t wal_size(const struct wal_writer *w);
+/* Closes the file; returns the close error, if any. */
+int wal_writer_free(struct wal_writer *w);
+
+/* Read a log of file_size bytes from f (not owned); name is used in messages. */
+struct wal_reader *wal_reader_new(struct env_file *f, uint64_t file_size, const char *name);
+/*
+ * Next record: returns 1 and sets *rec (valid until the next call; may point
+ * into scratch), 0 at the end of the log (including a torn tail), -EUCLEAN,
+ * or the error of a failed read.  After 0 or an error, every later call
+ * returns the same.
+ */
+int wal_read(struct wal_reader *r, struct slice *rec);
+/* After wal_read returned 0: 1 if the log ended in a torn tail, and where. */
+int wal_reader_torn(const struct wal_reader *r, uint64_t *offset);
+/* Offset just past the last good record (where a torn or damaged one begins). */
+uint64_t wal_reader_offset(const struct wal_reader *r);
+/* Frees the reader; does not close f. */
+void wal_reader_free(struct wal_reader *r);
+
+#endif

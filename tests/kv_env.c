@@ -1,0 +1,672 @@
+/*
+ * kv_env.c -- tests of the engine's I/O environments (engine/env.h).
+ *
+ * The POSIX environment must behave as the engine expects of a filesystem:
+ * appends land in order, positional reads return exactly what is there,
+ * renames replace, listings hold every name and nothing else, and the
+ * database lock excludes both other processes and a second holder inside
+ * this process (which plain fcntl locks do not).
+ *
+ * The fault environment must fail exactly the calls it is told to, cut the
+ * power after a counted number of write calls, and afterwards leave on disk
+ * what a real disk would hold: only synced bytes, only names whose directory
+ * was synced.  The crash tests (kv_crash.c) trust all of this, so it is
+ * checked here first, call by call.
+ */
+#include "env.h"
+#include "kv.h"
+#include "util.h"
+#include "tap.h"
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char tmpdir[512];
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st; (void)flag; (void)ftw;
+	remove(path);
+	return 0;
+}
+
+static void rm_rf(const char *path)
+{
+	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void make_tmpdir(const char *name)
+{
+	const char *base = getenv("TMPDIR");
+
+	snprintf(tmpdir, sizeof(tmpdir), "%s/smolfs-%s-XXXXXX", base && *base ? base : "/tmp",
+		 name);
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		exit(1);
+	}
+}
+
+/* A path inside the test's directory, in a rotating static buffer. */
+static const char *tpath(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static const char *tpath(const char *fmt, ...)
+{
+	static char bufs[8][1024];
+	static int next;
+	char name[256];
+	va_list ap;
+	char *b = bufs[next++ % 8];
+
+	va_start(ap, fmt);
+	vsnprintf(name, sizeof(name), fmt, ap);
+	va_end(ap);
+	snprintf(b, sizeof(bufs[0]), "%s/%s", tmpdir, name);
+	return b;
+}
+
+/* Create path through env with data; sync it if do_sync; close. */
+static int put_file(struct kv_env *env, const char *path, const char *data, size_t len, int do_sync)
+{
+	struct env_file *f;
+	int r = env_open_append(env, path, &f);
+
+	if (r < 0)
+		return r;
+	r = env_append(f, data, len);
+	if (r == 0 && do_sync)
+		r = env_sync(f);
+	env_close(f);
+	return r;
+}
+
+/* The bytes of path as the real filesystem holds them (NULL if unreadable). */
+static char *slurp(const char *path, size_t *len)
+{
+	char *data;
+
+	if (env_read_file(env_posix(), path, &data, len) < 0)
+		return NULL;
+	return data;
+}
+
+static int file_is(const char *path, const char *want)
+{
+	size_t len;
+	char *got = slurp(path, &len);
+	int r = got && len == strlen(want) && memcmp(got, want, len) == 0;
+
+	if (!r)
+		diag("%s holds %s%.*s%s, want \"%s\"", path, got ? "\"" : "", got ? (int)len : 6,
+		     got ? got : "(none)", got ? "\"" : "", want);
+	free(got);
+	return r;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* ------------------------------------------------------------------ POSIX */
+
+static void test_posix_files(void)
+{
+	struct kv_env *env = env_posix();
+	struct env_file *f;
+	char buf[64];
+	size_t got;
+	uint64_t size;
+	int r;
+
+	ok(env != NULL, "env_posix returns an environment");
+	is_int(env_mkdir(env, tpath("d")), 0, "mkdir creates a directory");
+	is_int(env_mkdir(env, tpath("d")), 0, "mkdir of an existing directory is not an error");
+	is_int(env_sync_dir(env, tmpdir), 0, "sync_dir of the parent succeeds");
+
+	is_int(env_open_append(env, tpath("d/a"), &f), 0, "open_append creates a file");
+	is_int(env_append(f, "hello", 5), 0, "append 5 bytes");
+	is_int(env_append(f, " world", 6), 0, "append 6 more bytes");
+	is_int(env_sync(f), 0, "sync an appended file");
+	is_int(env_close(f), 0, "close an appended file");
+	is_int(env_exists(env, tpath("d/a")), 1, "exists says 1 for a file that exists");
+	is_int(env_exists(env, tpath("d/nothing")), 0, "exists says 0 for a missing file");
+	size = 0;
+	is_int(env_file_size(env, tpath("d/a"), &size), 0, "file_size succeeds");
+	is_int(size, 11, "file_size counts both appends");
+
+	is_int(env_open_read(env, tpath("d/a"), &f), 0, "open_read an existing file");
+	got = 99;
+	r = env_pread(f, buf, 5, 0, &got);
+	ok(r == 0 && got == 5 && memcmp(buf, "hello", 5) == 0,
+	   "pread at offset 0 reads the first append");
+	r = env_pread(f, buf, sizeof(buf), 6, &got);
+	ok(r == 0 && got == 5 && memcmp(buf, "world", 5) == 0,
+	   "pread past the end returns only the bytes that exist");
+	r = env_pread(f, buf, 4, 11, &got);
+	ok(r == 0 && got == 0, "pread exactly at the end reads 0 bytes without error");
+	r = env_pread(f, buf, 4, 1000, &got);
+	ok(r == 0 && got == 0, "pread beyond the end reads 0 bytes without error");
+	is_int(env_read_exact(f, buf, 11, 0), 0, "read_exact of the whole file succeeds");
+	is_int(env_read_exact(f, buf, 12, 0), -EIO, "read_exact of more than the file gives -EIO");
+	is_int(env_close(f), 0, "close a file opened for reading");
+
+	r = env_open_read(env, tpath("d/nothing"), &f);
+	is_int(r, -ENOENT, "open_read of a missing file gives -ENOENT");
+	ok(strstr(kv_strerror(r), "d/nothing") != NULL, "the error message names the missing path");
+	is_int(env_file_size(env, tpath("d/nothing"), &size), -ENOENT,
+	       "file_size of a missing file gives -ENOENT");
+
+	/* open_append truncates an existing file */
+	is_int(env_open_append(env, tpath("d/a"), &f), 0, "open_append on an existing file");
+	env_close(f);
+	is_int(env_file_size(env, tpath("d/a"), &size), 0, "file_size after reopening for append");
+	is_int(size, 0, "open_append truncates an existing file");
+
+	/* a large append arrives whole */
+	{
+		size_t n = 3 * 1024 * 1024 + 17, i;
+		char *big = xmalloc(n), *back;
+		uint64_t st = 12345;
+
+		for (i = 0; i < n; i++)
+			big[i] = (char)rand_next(&st);
+		is_int(put_file(env, tpath("d/big"), big, n, 1), 0, "write a 3 MiB file");
+		is_int(env_read_file(env, tpath("d/big"), &back, &got), 0, "read_file of 3 MiB");
+		is_mem(back, got, big, n, "a 3 MiB file reads back byte for byte");
+		free(back);
+		free(big);
+	}
+
+	/* rename */
+	is_int(put_file(env, tpath("d/r1"), "first", 5, 1), 0, "create r1");
+	is_int(env_rename(env, tpath("d/r1"), tpath("d/r2")), 0, "rename r1 to r2");
+	is_int(env_exists(env, tpath("d/r1")), 0, "after rename the old name is gone");
+	ok(file_is(tpath("d/r2"), "first"), "after rename the new name holds the data");
+	is_int(put_file(env, tpath("d/r3"), "second", 6, 1), 0, "create r3");
+	is_int(env_rename(env, tpath("d/r3"), tpath("d/r2")), 0, "rename r3 over existing r2");
+	ok(file_is(tpath("d/r2"), "second"), "rename replaces an existing target");
+	is_int(env_rename(env, tpath("d/nothing"), tpath("d/r9")), -ENOENT,
+	       "rename of a missing file gives -ENOENT");
+
+	/* unlink */
+	is_int(env_unlink(env, tpath("d/r2")), 0, "unlink a file");
+	is_int(env_exists(env, tpath("d/r2")), 0, "an unlinked file is gone");
+	is_int(env_unlink(env, tpath("d/r2")), -ENOENT, "unlink of a missing file gives -ENOENT");
+
+	/* truncate */
+	{
+		char data[100];
+
+		for (int i = 0; i < 100; i++)
+			data[i] = (char)('a' + i % 26);
+		put_file(env, tpath("d/t"), data, 100, 1);
+		is_int(env_truncate(env, tpath("d/t"), 40), 0, "truncate to 40 bytes");
+		env_file_size(env, tpath("d/t"), &size);
+		is_int(size, 40, "file_size after truncate");
+		char *back = slurp(tpath("d/t"), &got);
+		is_mem(back, got, data, 40, "truncate keeps the first 40 bytes");
+		free(back);
+	}
+
+	/* read_file / write_file */
+	is_int(env_write_file(env, tpath("d/w"), "whole\n", 6, tpath("d")), 0,
+	       "write_file with a directory to sync");
+	ok(file_is(tpath("d/w"), "whole\n"), "write_file then read_file round-trips");
+	is_int(env_write_file(env, tpath("d/e"), "", 0, NULL), 0, "write_file of an empty file");
+	ok(file_is(tpath("d/e"), ""), "an empty file reads back empty");
+}
+
+static void test_posix_list_dir(void)
+{
+	struct kv_env *env = env_posix();
+	const char *want[] = { "000001.log", "CURRENT", "LOCK", "MANIFEST-000002", "x" };
+	char **names = NULL;
+	size_t n = 0, i;
+	int same = 1;
+
+	env_mkdir(env, tpath("ls"));
+	for (i = 0; i < 5; i++)
+		put_file(env, tpath("ls/%s", want[i]), "z", 1, 0);
+	is_int(env_list_dir(env, tpath("ls"), &names, &n), 0, "list_dir succeeds");
+	is_int(n, 5, "list_dir lists every file and neither . nor ..");
+	if (n == 5) {
+		qsort(names, n, sizeof(*names), cmp_names);
+		for (i = 0; i < 5; i++)
+			same &= strcmp(names[i], want[i]) == 0;
+	} else {
+		same = 0;
+	}
+	ok(same, "list_dir gives exactly the names created");
+	env_free_list(names, n);
+
+	env_mkdir(env, tpath("empty"));
+	names = NULL;
+	n = 99;
+	is_int(env_list_dir(env, tpath("empty"), &names, &n), 0, "list_dir of an empty directory");
+	is_int(n, 0, "an empty directory lists no names");
+	env_free_list(names, n);
+	is_int(env_list_dir(env, tpath("no-such-dir"), &names, &n), -ENOENT,
+	       "list_dir of a missing directory gives -ENOENT");
+}
+
+/*
+ * Ask a child process whether someone else holds a write lock on path, with
+ * fcntl directly (the child inherits our in-memory lock table, so going
+ * through env_lock would not show what the kernel thinks).  1 = held.
+ */
+static int held_by_other_process(const char *path)
+{
+	pid_t pid = fork();
+	int status;
+
+	if (pid == 0) {
+		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+		int fd = open(path, O_RDWR);
+
+		if (fd < 0)
+			_exit(2);
+		if (fcntl(fd, F_SETLK, &fl) < 0)
+			_exit(errno == EAGAIN || errno == EACCES ? 1 : 3);
+		_exit(0);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status) == 1 ? 1 : WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+static void test_posix_lock(void)
+{
+	struct kv_env *env = env_posix();
+	struct env_file *l1 = NULL, *l2 = NULL;
+	const char *path;
+	int r;
+
+	env_mkdir(env, tpath("lk"));
+	path = tpath("lk/LOCK");
+	is_int(env_lock(env, path, &l1), 0, "lock a new lock file");
+	ok(l1 != NULL, "lock returns a handle");
+	is_int(held_by_other_process(path), 1, "the lock is visible to another process");
+
+	r = env_lock(env, path, &l2);
+	is_int(r, -EBUSY, "a second lock of the same file in the same process gives -EBUSY");
+	ok(strstr(kv_strerror(r), "LOCK") != NULL, "the -EBUSY message names the lock file");
+	is_int(held_by_other_process(path), 1,
+	       "a refused second lock in this process does not release the first (fcntl pitfall)");
+	r = env_lock(env, tpath("lk/../lk/./LOCK"), &l2);
+	is_int(r, -EBUSY, "locking the same file through another path spelling gives -EBUSY");
+	is_int(held_by_other_process(path), 1, "the lock is still held after two refused attempts");
+
+	/* another file is independent */
+	is_int(env_lock(env, tpath("lk/OTHER"), &l2), 0, "a different lock file can be locked");
+	is_int(env_unlock(l2), 0, "unlock the other lock");
+	is_int(held_by_other_process(path), 1, "unlocking another file keeps the first lock");
+
+	is_int(env_unlock(l1), 0, "unlock");
+	is_int(held_by_other_process(path), 0, "after unlock another process can lock");
+	is_int(env_lock(env, path, &l1), 0, "after unlock the same process can lock again");
+	is_int(env_unlock(l1), 0, "unlock again");
+
+	/* a lock held by another process */
+	{
+		int up[2], down[2];
+		char c = 0;
+		pid_t pid;
+
+		if (pipe(up) < 0 || pipe(down) < 0) {
+			ok(0, "pipe");
+			return;
+		}
+		pid = fork();
+		if (pid == 0) {
+			struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+			int fd = open(path, O_RDWR);
+			char k = fd >= 0 && fcntl(fd, F_SETLK, &fl) == 0 ? 'L' : 'E';
+
+			if (write(up[1], &k, 1) != 1 || read(down[0], &k, 1) < 0)
+				_exit(1);
+			_exit(0);
+		}
+		if (read(up[0], &c, 1) != 1)
+			c = 0;
+		is_int(c, 'L', "a child process takes the lock");
+		l2 = NULL;
+		is_int(env_lock(env, path, &l2), -EBUSY,
+		       "a lock held by another process gives -EBUSY");
+		if (l2)
+			env_unlock(l2);
+		if (write(down[1], &c, 1) != 1)
+			diag("could not signal the child");
+		waitpid(pid, NULL, 0);
+		close(up[0]); close(up[1]); close(down[0]); close(down[1]);
+		is_int(env_lock(env, path, &l1), 0,
+		       "once the other process exits the lock is free");
+		env_unlock(l1);
+	}
+}
+
+/* ------------------------------------------------------------------ fault */
+
+static void test_fault_passthrough(struct kv_env *fe)
+{
+	struct env_file *f;
+	char buf[16];
+	size_t got = 0;
+	uint64_t size = 0;
+
+	ok(fe != NULL, "env_fault_new returns an environment");
+	is_int(env_fault_is_cut(fe), 0, "a new fault environment has not cut the power");
+	is_int(put_file(fe, tpath("f/p"), "abcdef", 6, 1), 0, "write a file through the fault env");
+	ok(file_is(tpath("f/p"), "abcdef"), "the bytes reach the base environment");
+	is_int(env_open_read(fe, tpath("f/p"), &f), 0, "open_read through the fault env");
+	ok(env_pread(f, buf, sizeof(buf), 2, &got) == 0 && got == 4 && memcmp(buf, "cdef", 4) == 0,
+	   "pread through the fault env");
+	env_close(f);
+	is_int(env_file_size(fe, tpath("f/p"), &size), 0, "file_size through the fault env");
+	is_int(size, 6, "file_size through the fault env is right");
+	is_int(env_exists(fe, tpath("f/p")), 1, "exists through the fault env");
+}
+
+static void test_fault_inject(struct kv_env *fe)
+{
+	struct env_file *f, *g;
+	char buf[8];
+	size_t got;
+
+	/* the n-th append fails, once */
+	env_fault_inject(fe, ENV_OP_APPEND, 2, 1, -EIO, NULL);
+	env_open_append(fe, tpath("f/inj"), &f);
+	is_int(env_append(f, "1", 1), 0, "inject after 2: the first append succeeds");
+	is_int(env_append(f, "2", 1), 0, "inject after 2: the second append succeeds");
+	is_int(env_append(f, "3", 1), -EIO,
+	       "inject after 2: the third append fails with the error");
+	is_int(env_append(f, "4", 1), 0, "count 1: the fourth append succeeds again");
+	is_int(env_sync(f), 0, "an append fault does not touch sync");
+	env_close(f);
+	env_fault_clear(fe);
+	ok(file_is(tpath("f/inj"), "124"), "a failed append writes nothing");
+
+	/* count < 0: every call from then on */
+	env_fault_inject(fe, ENV_OP_APPEND, 1, -1, -ENOSPC, NULL);
+	env_open_append(fe, tpath("f/inj2"), &f);
+	is_int(env_append(f, "a", 1), 0, "count -1: the first append succeeds");
+	is_int(env_append(f, "b", 1), -ENOSPC, "count -1: the second fails with -ENOSPC");
+	is_int(env_append(f, "c", 1), -ENOSPC, "count -1: the third fails too");
+	is_int(env_append(f, "d", 1), -ENOSPC, "count -1: and the fourth");
+	env_fault_clear(fe);
+	is_int(env_append(f, "e", 1), 0, "after env_fault_clear appends succeed");
+	env_close(f);
+	ok(file_is(tpath("f/inj2"), "ae"), "only the successful appends are in the file");
+
+	/* sync faults cover sync and sync_dir, and nothing else */
+	env_fault_inject(fe, ENV_OP_SYNC, 0, -1, -EIO, NULL);
+	env_open_append(fe, tpath("f/s"), &f);
+	is_int(env_append(f, "x", 1), 0, "a sync fault does not touch append");
+	is_int(env_sync(f), -EIO, "a sync fault fails sync");
+	is_int(env_sync_dir(fe, tpath("f")), -EIO, "a sync fault fails sync_dir");
+	env_close(f);
+	env_fault_clear(fe);
+	is_int(env_sync_dir(fe, tpath("f")), 0, "after clear sync_dir succeeds");
+
+	/* path matching: only matching calls count and fail */
+	env_open_append(fe, tpath("f/000001.log"), &f);
+	env_open_append(fe, tpath("f/000002.sst"), &g);
+	env_fault_inject(fe, ENV_OP_SYNC, 1, 1, -ENOSPC, ".log");
+	is_int(env_sync(g), 0, "match .log: syncing an .sst does not fail");
+	is_int(env_sync(g), 0, "match .log: syncing an .sst again does not count either");
+	is_int(env_sync(f), 0, "match .log: the first .log sync is let through (after 1)");
+	is_int(env_sync(g), 0, "match .log: an .sst sync in between still succeeds");
+	is_int(env_sync(f), -ENOSPC, "match .log: the second .log sync fails");
+	is_int(env_sync(f), 0, "match .log: count 1, so the third .log sync succeeds");
+	env_close(f);
+	env_close(g);
+	env_fault_clear(fe);
+
+	/* opens */
+	env_fault_inject(fe, ENV_OP_OPEN, 0, 2, -EIO, NULL);
+	f = NULL;
+	is_int(env_open_read(fe, tpath("f/p"), &f), -EIO, "an open fault fails open_read");
+	is_int(env_open_append(fe, tpath("f/o"), &f), -EIO, "an open fault fails open_append");
+	is_int(env_exists(fe, tpath("f/o")), 0, "a failed open_append creates nothing");
+	is_int(env_open_read(fe, tpath("f/p"), &f), 0, "after count opens, open succeeds");
+	env_fault_clear(fe);
+
+	/* reads */
+	env_fault_inject(fe, ENV_OP_READ, 0, 1, -EIO, NULL);
+	is_int(env_pread(f, buf, 4, 0, &got), -EIO, "a read fault fails pread");
+	is_int(env_pread(f, buf, 4, 0, &got), 0, "the next pread succeeds");
+	env_close(f);
+	env_fault_clear(fe);
+
+	/* rename and unlink */
+	put_file(fe, tpath("f/rn"), "rn", 2, 1);
+	env_fault_inject(fe, ENV_OP_RENAME, 0, 1, -EIO, NULL);
+	is_int(env_rename(fe, tpath("f/rn"), tpath("f/rn2")), -EIO, "a rename fault fails rename");
+	ok(env_exists(fe, tpath("f/rn")) == 1 && env_exists(fe, tpath("f/rn2")) == 0,
+	   "a failed rename leaves both names as they were");
+	env_fault_clear(fe);
+	env_fault_inject(fe, ENV_OP_UNLINK, 0, 1, -EIO, NULL);
+	is_int(env_unlink(fe, tpath("f/rn")), -EIO, "an unlink fault fails unlink");
+	is_int(env_exists(fe, tpath("f/rn")), 1, "a failed unlink leaves the file");
+	is_int(env_unlink(fe, tpath("f/rn")), 0, "the next unlink succeeds");
+	env_fault_clear(fe);
+}
+
+static void test_fault_counts(struct kv_env *fe)
+{
+	struct env_file *f;
+	char buf[4];
+	size_t got;
+	long c0, c;
+
+	c0 = env_fault_write_calls(fe);
+	env_open_append(fe, tpath("f/cnt"), &f);
+	is_int(env_fault_write_calls(fe) - c0, 1, "open_append counts as one write call");
+	env_append(f, "ab", 2);
+	env_append(f, "cd", 2);
+	is_int(env_fault_write_calls(fe) - c0, 3, "each append counts as one write call");
+	env_sync(f);
+	is_int(env_fault_write_calls(fe) - c0, 4, "sync counts as one write call");
+	env_close(f);
+	c = env_fault_write_calls(fe);
+	env_open_read(fe, tpath("f/cnt"), &f);
+	env_pread(f, buf, 4, 0, &got);
+	env_close(f);
+	env_exists(fe, tpath("f/cnt"));
+	is_int(env_fault_write_calls(fe), c, "open_read, pread and exists are not write calls");
+	env_rename(fe, tpath("f/cnt"), tpath("f/cnt2"));
+	is_int(env_fault_write_calls(fe) - c, 1, "rename counts as one write call");
+	env_unlink(fe, tpath("f/cnt2"));
+	is_int(env_fault_write_calls(fe) - c, 2, "unlink counts as one write call");
+}
+
+static void test_power_cut(struct kv_env *fe)
+{
+	struct env_file *f, *g;
+	char buf[8];
+	size_t got;
+	int r;
+
+	env_mkdir(env_posix(), tpath("pc"));
+	env_sync_dir(env_posix(), tmpdir);
+	put_file(env_posix(), tpath("pc/old"), "old", 3, 1);
+
+	env_fault_power_cut_after(fe, 5);
+	ok(env_open_append(fe, tpath("pc/a"), &f) == 0,
+	   "power cut after 5: call 1 (open_append) succeeds");
+	ok(env_sync_dir(fe, tpath("pc")) == 0, "call 2 (sync_dir) succeeds");
+	ok(env_append(f, "AAAA", 4) == 0, "call 3 (append) succeeds");
+	ok(env_sync(f) == 0, "call 4 (sync) succeeds");
+	ok(env_append(f, "BBBB", 4) == 0, "call 5 (append) succeeds");
+	is_int(env_fault_is_cut(fe), 0, "no power cut before the sixth write call");
+	is_int(env_sync(f), -EIO, "the sixth write call fails with -EIO");
+	is_int(env_fault_is_cut(fe), 1, "env_fault_is_cut reports the cut");
+	is_int(env_append(f, "C", 1), -EIO, "after the cut appends fail with -EIO");
+	is_int(env_open_read(fe, tpath("pc/old"), &g), -EIO,
+	       "after the cut open_read fails with -EIO");
+	is_int(env_open_append(fe, tpath("pc/b"), &g), -EIO,
+	       "after the cut open_append fails with -EIO");
+	is_int(env_rename(fe, tpath("pc/old"), tpath("pc/new")), -EIO,
+	       "after the cut rename fails");
+	is_int(env_unlink(fe, tpath("pc/old")), -EIO, "after the cut unlink fails");
+	is_int(env_sync_dir(fe, tpath("pc")), -EIO, "after the cut sync_dir fails");
+	env_close(f);
+
+	r = env_fault_drop_unsynced(fe);
+	is_int(r, 0, "drop_unsynced after a power cut succeeds");
+	is_int(env_fault_is_cut(fe), 0, "after drop_unsynced the power is back");
+	ok(file_is(tpath("pc/a"), "AAAA"), "the file keeps exactly its synced bytes");
+	ok(file_is(tpath("pc/old"), "old"), "a file the fault env never touched is unchanged");
+	is_int(env_exists(env_posix(), tpath("pc/b")), 0,
+	       "a create refused by the cut left nothing");
+	is_int(put_file(fe, tpath("pc/c"), "c", 1, 1), 0, "the environment works again after drop");
+
+	/* a cut at 0 */
+	env_fault_power_cut_after(fe, 0);
+	is_int(env_open_append(fe, tpath("pc/d"), &f), -EIO,
+	       "power cut after 0: the next write call fails");
+	is_int(env_fault_is_cut(fe), 1, "power cut after 0 is reported");
+	r = env_fault_drop_unsynced(fe);
+	is_int(r, 0, "drop_unsynced");
+	env_open_read(fe, tpath("pc/a"), &f);
+	ok(f && env_pread(f, buf, 4, 0, &got) == 0 && got == 4, "reads work after the second drop");
+	if (f)
+		env_close(f);
+}
+
+static void test_drop_unsynced(struct kv_env *fe)
+{
+	struct kv_env *pe = env_posix();
+	struct env_file *f;
+	char data[150];
+	uint64_t size = 999;
+
+	for (int i = 0; i < 150; i++)
+		data[i] = (char)(i * 7);
+
+	/* files in one directory: made durable or not by the directory sync */
+	pe->ops->mkdir(pe, tpath("du"));
+	env_sync_dir(pe, tmpdir);
+	put_file(pe, tpath("du/pre"), "pre", 3, 1);
+	env_sync_dir(pe, tpath("du"));
+
+	env_open_append(fe, tpath("du/durable"), &f);
+	env_append(f, data, 100);
+	env_sync(f);
+	env_append(f, data + 100, 50);
+	env_close(f);
+	env_open_append(fe, tpath("du/nodatasync"), &f);
+	env_append(f, data, 30);
+	env_close(f);
+	env_open_append(fe, tpath("du/twice"), &f);
+	env_append(f, data, 10);
+	env_sync(f);
+	env_append(f, data + 10, 20);
+	env_sync(f);
+	env_append(f, data + 30, 5);
+	env_close(f);
+	env_sync_dir(fe, tpath("du"));
+	put_file(fe, tpath("du/nodirsync"), "lost", 4, 1);
+
+	is_int(env_fault_drop_unsynced(fe), 0, "drop_unsynced succeeds");
+	env_file_size(pe, tpath("du/durable"), &size);
+	is_int(size, 100, "a file is truncated to its synced size");
+	{
+		size_t n;
+		char *b = slurp(tpath("du/durable"), &n);
+		is_mem(b, n, data, 100, "the synced bytes are intact");
+		free(b);
+		b = slurp(tpath("du/twice"), &n);
+		is_mem(b, n, data, 30, "a file synced twice keeps what the last sync covered");
+		free(b);
+	}
+	ok(env_exists(pe, tpath("du/nodatasync")) == 1,
+	   "a created file whose directory was synced remains");
+	size = 999;
+	env_file_size(pe, tpath("du/nodatasync"), &size);
+	is_int(size, 0, "a file never synced is empty");
+	is_int(env_exists(pe, tpath("du/nodirsync")), 0,
+	       "a file created after the last directory sync is removed, synced data or not");
+	ok(file_is(tpath("du/pre"), "pre"), "a file that existed before is untouched");
+
+	/* an unsynced rename is undone */
+	env_mkdir(pe, tpath("rn"));
+	env_sync_dir(pe, tmpdir);
+	put_file(fe, tpath("rn/old"), "payload", 7, 1);
+	env_sync_dir(fe, tpath("rn"));
+	env_rename(fe, tpath("rn/old"), tpath("rn/new"));
+	is_int(env_fault_drop_unsynced(fe), 0, "drop_unsynced after a rename");
+	ok(file_is(tpath("rn/old"), "payload"),
+	   "a rename without directory sync is undone: old name back");
+	is_int(env_exists(pe, tpath("rn/new")), 0,
+	       "a rename without directory sync is undone: new name gone");
+
+	/* the manifest switch: rename over an existing file without dir sync */
+	env_mkdir(pe, tpath("cur"));
+	env_sync_dir(pe, tmpdir);
+	put_file(fe, tpath("cur/CURRENT"), "MANIFEST-000001\n", 16, 1);
+	env_sync_dir(fe, tpath("cur"));
+	put_file(fe, tpath("cur/CURRENT.tmp"), "MANIFEST-000007\n", 16, 1);
+	env_sync_dir(fe, tpath("cur"));
+	env_rename(fe, tpath("cur/CURRENT.tmp"), tpath("cur/CURRENT"));
+	ok(file_is(tpath("cur/CURRENT"), "MANIFEST-000007\n"),
+	   "before the drop the rename is visible");
+	is_int(env_fault_drop_unsynced(fe), 0, "drop_unsynced after a rename over a file");
+	ok(file_is(tpath("cur/CURRENT"), "MANIFEST-000001\n"),
+	   "an unsynced rename over a file is undone: the old contents are back");
+
+	/* the same with a directory sync is kept */
+	put_file(fe, tpath("cur/CURRENT.tmp"), "MANIFEST-000009\n", 16, 1);
+	env_sync_dir(fe, tpath("cur"));
+	env_rename(fe, tpath("cur/CURRENT.tmp"), tpath("cur/CURRENT"));
+	env_sync_dir(fe, tpath("cur"));
+	is_int(env_fault_drop_unsynced(fe), 0, "drop_unsynced after a synced rename");
+	ok(file_is(tpath("cur/CURRENT"), "MANIFEST-000009\n"),
+	   "a rename followed by a directory sync stays");
+	is_int(env_exists(pe, tpath("cur/CURRENT.tmp")), 0, "and its old name stays gone");
+
+	/* unlinks */
+	env_mkdir(pe, tpath("ul"));
+	env_sync_dir(pe, tmpdir);
+	put_file(fe, tpath("ul/a"), "aaa", 3, 1);
+	put_file(fe, tpath("ul/b"), "bbb", 3, 1);
+	env_sync_dir(fe, tpath("ul"));
+	env_unlink(fe, tpath("ul/a"));
+	env_sync_dir(fe, tpath("ul"));
+	env_unlink(fe, tpath("ul/b"));
+	is_int(env_exists(pe, tpath("ul/b")), 0, "before the drop an unlinked file is gone");
+	is_int(env_fault_drop_unsynced(fe), 0, "drop_unsynced after unlinks");
+	is_int(env_exists(pe, tpath("ul/a")), 0, "an unlink followed by a directory sync stays");
+	ok(file_is(tpath("ul/b"), "bbb"),
+	   "an unlink without directory sync is undone, with its data");
+}
+
+int main(void)
+{
+	struct kv_env *fe;
+
+	plan_lazy();
+	make_tmpdir("kv_env");
+	diag("directory %s", tmpdir);
+
+	test_posix_files();
+	test_posix_list_dir();
+	test_posix_lock();
+
+	env_mkdir(env_posix(), tpath("f"));
+	env_sync_dir(env_posix(), tmpdir);
+	fe = env_fault_new(env_posix());
+	test_fault_passthrough(fe);
+	test_fault_inject(fe);
+	test_fault_counts(fe);
+	test_power_cut(fe);
+	test_drop_unsynced(fe);
+	env_fault_free(fe);
+
+	rm_rf(tmpdir);
+	done_testing();
+	return exit_status();
+}

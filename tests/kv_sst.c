@@ -1,0 +1,774 @@
+/*
+ * kv_sst.c -- tests of SSTables (engine/sst.c): 100k entries written and read
+ * back with and without compression (point gets at many snapshots, absent
+ * keys and the bloom filter, iteration both ways, seeks), range tombstones
+ * and the properties they extend, the block cache (including one smaller
+ * than a block), a 20 MiB value, and damage: a flipped data byte must give
+ * -EUCLEAN from sst_get, the iterator and sst_verify (with its offset), and
+ * a damaged footer, magic or metadata block must make sst_open fail.
+ *
+ * Tables are written through the POSIX environment into a temporary
+ * directory that is removed at the end.
+ */
+#include "crc32c.h"
+#include "sst.h"
+#include "tap.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static char dir[] = "/tmp/kv_sst.XXXXXX";
+static uint64_t rng = 1234;
+
+/* ------------------------------------------------------------ the model */
+
+struct ent {
+	size_t koff, klen, voff, vlen;   /* into model.arena: the internal key, the value */
+};
+
+struct model {
+	struct buf arena;
+	struct ent *e;
+	size_t n, cap;
+	uint64_t min_seq, max_seq, deletes, raw_keys, raw_vals;
+};
+
+static struct slice mkey(const struct model *m, size_t i)
+{
+	return slice_make(m->arena.data + m->e[i].koff, m->e[i].klen);
+}
+
+static struct slice mval(const struct model *m, size_t i)
+{
+	return slice_make(m->arena.data + m->e[i].voff, m->e[i].vlen);
+}
+
+static void model_add(struct model *m, struct slice ukey, uint64_t seq, int type, struct slice v)
+{
+	struct ent *e;
+
+	if (m->n == m->cap) {
+		m->cap = m->cap ? 2 * m->cap : 1024;
+		m->e = xrealloc(m->e, m->cap * sizeof(*m->e));
+	}
+	e = &m->e[m->n++];
+	e->koff = m->arena.len;
+	ikey_append(&m->arena, ukey, seq, type);
+	e->klen = m->arena.len - e->koff;
+	e->voff = m->arena.len;
+	buf_append(&m->arena, v.data, v.len);
+	e->vlen = v.len;
+	if (m->n == 1 || seq < m->min_seq)
+		m->min_seq = seq;
+	if (m->n == 1 || seq > m->max_seq)
+		m->max_seq = seq;
+	m->deletes += type == KT_DELETE;
+	m->raw_keys += e->klen;
+	m->raw_vals += v.len;
+}
+
+static void model_free(struct model *m)
+{
+	buf_free(&m->arena);
+	free(m->e);
+}
+
+static void ukey_of(char *out, size_t i)
+{
+	snprintf(out, 32, "user/%09zu", 2 * i);   /* odd numbers are never present */
+}
+
+/*
+ * About n entries: user keys with 1 to 4 versions each (newest first, as
+ * internal-key order wants), a tenth of them deletes, values that compress
+ * (a repeated phrase with a few random bytes).
+ */
+static void model_make(struct model *m, size_t n)
+{
+	memset(m, 0, sizeof(*m));
+	for (size_t i = 0; m->n < n; i++) {
+		char uk[32], v[200];
+		uint64_t seq = 1000000 + rand_next(&rng) % 1000000;
+		int versions = 1 + (int)(rand_next(&rng) % 4);
+
+		ukey_of(uk, i);
+		for (int j = 0; j < versions && m->n < n; j++) {
+			int type = rand_next(&rng) % 10 == 0 ? KT_DELETE : KT_PUT;
+			size_t vl = 0;
+			if (type == KT_PUT) {
+				int len = snprintf(v, sizeof(v), "value of %s at %llu; ", uk,
+						   (unsigned long long)seq);
+				vl = (size_t)len + rand_next(&rng) % 120;
+				for (size_t k = (size_t)len; k < vl; k++)
+					v[k] = k % 16 == 0 ? (char)rand_next(&rng) : 'v';
+			}
+			model_add(m, slice_str(uk), seq, type, slice_make(v, vl));
+			seq -= 1 + rand_next(&rng) % 1000;
+		}
+	}
+}
+
+/* Index of the first entry >= target in internal-key order (n if none). */
+static size_t model_lower_bound(const struct model *m, struct slice target)
+{
+	size_t lo = 0, hi = m->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (ikey_cmp(mkey(m, mid), target) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* ------------------------------------------------------------ files */
+
+static char *path_of(const char *name)
+{
+	return xasprintf("%s/%s", dir, name);
+}
+
+struct tomb {
+	const char *start, *end;
+	uint64_t seq;
+};
+
+static int write_table(const char *name, const struct sst_options *o, const struct model *m,
+		       const struct tomb *t, size_t nt, struct sst_props *props)
+{
+	char *path = path_of(name);
+	struct env_file *f;
+	struct sst_builder *b;
+	int r = env_open_append(env_posix(), path, &f);
+
+	free(path);
+	if (r < 0)
+		return r;
+	b = sst_builder_new(f, o, name);
+	for (size_t i = 0; m && i < m->n && r == 0; i++)
+		r = sst_builder_add(b, mkey(m, i), mval(m, i));
+	for (size_t i = 0; i < nt && r == 0; i++)
+		r = sst_builder_add_range_del(b, slice_str(t[i].start), slice_str(t[i].end),
+					      t[i].seq);
+	if (r == 0)
+		r = sst_builder_finish(b, props);
+	sst_builder_free(b);
+	if (r == 0)
+		r = env_sync(f);
+	env_close(f);
+	return r;
+}
+
+static int open_table(const char *name, struct cache *c, uint64_t *bytes_read, struct sst **t)
+{
+	char *path = path_of(name);
+	struct env_file *f;
+	uint64_t size;
+	int r = env_file_size(env_posix(), path, &size);
+
+	if (r == 0)
+		r = env_open_read(env_posix(), path, &f);
+	free(path);
+	if (r < 0)
+		return r;
+	return sst_open(f, size, name, c, bytes_read, t);
+}
+
+/* Copy table `from` to `to` with the byte at off (from the end if negative) xor'ed with x. */
+static void damaged_copy(const char *from, const char *to, long long off, unsigned char x)
+{
+	char *pf = path_of(from), *pt = path_of(to), *data;
+	size_t len;
+
+	if (env_read_file(env_posix(), pf, &data, &len) < 0)
+		abort();
+	if (off < 0)
+		off += (long long)len;
+	data[off] ^= (char)x;
+	if (env_write_file(env_posix(), pt, data, len, NULL) < 0)
+		abort();
+	free(data);
+	free(pf);
+	free(pt);
+}
+
+static uint64_t file_size_of(const char *name)
+{
+	char *p = path_of(name);
+	uint64_t size = 0;
+
+	env_file_size(env_posix(), p, &size);
+	free(p);
+	return size;
+}
+
+/* ------------------------------------------------------------ checks */
+
+static int iter_at(struct iter *it, const struct model *m, size_t i)
+{
+	return iter_valid(it) && i < m->n && slice_eq(iter_key(it), mkey(m, i)) &&
+	       slice_eq(iter_value(it), mval(m, i));
+}
+
+static void check_iteration(struct sst *t, const struct model *m, const char *what)
+{
+	struct iter *it = sst_iter_new(t, 1);
+	struct buf target = BUF_INIT;
+	size_t i, bad;
+
+	for (iter_seek_first(it), i = 0, bad = 0; iter_valid(it); iter_next(it), i++)
+		bad += !iter_at(it, m, i);
+	ok(bad == 0 && i == m->n && iter_status(it) == 0,
+	   "%s: forward iteration returns all %zu entries in order", what, m->n);
+
+	for (iter_seek_last(it), i = m->n, bad = 0; iter_valid(it); iter_prev(it), i--)
+		bad += i == 0 || !iter_at(it, m, i - 1);
+	ok(bad == 0 && i == 0 && iter_status(it) == 0,
+	   "%s: backward iteration returns them in reverse", what);
+
+	/* Seeks to random (user key, snapshot) targets, present or absent, and a step each way. */
+	for (int k = 0, b2 = 0; k < 3000; k++, bad += b2, b2 = 0) {
+		char uk[32];
+		size_t want;
+
+		snprintf(uk, sizeof(uk), "user/%09llu",
+			 (unsigned long long)(rand_next(&rng) % (2 * m->n / 2 + 10)));
+		buf_clear(&target);
+		ikey_append(&target, slice_str(uk), rand_next(&rng) % 2100000, KT_SEEK);
+		want = model_lower_bound(m, buf_slice(&target));
+		iter_seek(it, buf_slice(&target));
+		if (want == m->n) {
+			b2 = iter_valid(it);
+			continue;
+		}
+		b2 = !iter_at(it, m, want);
+		iter_next(it);
+		b2 |= want + 1 < m->n ? !iter_at(it, m, want + 1) : iter_valid(it);
+		iter_seek(it, buf_slice(&target));
+		iter_prev(it);
+		b2 |= want > 0 ? !iter_at(it, m, want - 1) : iter_valid(it);
+	}
+	ok(bad == 0, "%s: seek lands on the first entry >= target; next and prev from there "
+	   "are its neighbours", what);
+	iter_seek(it, slice_str("zzzzzzzzzz"));
+	ok(!iter_valid(it) && iter_status(it) == 0, "%s: seek past the end is invalid, status 0",
+	   what);
+	iter_seek_first(it);
+	ok(it->ops->max_seq && it->ops->max_seq(it) == sst_get_props(t)->largest_seq,
+	   "%s: the iterator's max_seq is the table's largest sequence", what);
+	iter_destroy(it);
+	buf_free(&target);
+}
+
+/* Every stride-th user key at the newest snapshot and at random older ones; absent keys. */
+static void check_gets(struct sst *t, const struct model *m, const char *what, int with_bloom,
+		       size_t stride)
+{
+	struct buf v = BUF_INIT;
+	size_t bad = 0, checked = 0, skipped = 0, absent = 0, absent_bad = 0, nkey = 0;
+
+	for (size_t i = 0; i < m->n; i++) {
+		struct slice uk = ikey_user(mkey(m, i));
+		uint64_t snaps[2], seq;
+		int type, skip, r;
+
+		if (i > 0 && slice_eq(uk, ikey_user(mkey(m, i - 1))))
+			continue;
+		if (nkey++ % stride)
+			continue;
+		snaps[0] = SEQ_MAX;
+		snaps[1] = ikey_seq(mkey(m, i)) - rand_next(&rng) % 3000;
+		for (int s = 0; s < 2; s++) {
+			struct buf target = BUF_INIT;
+			size_t want;
+
+			ikey_append(&target, uk, snaps[s], KT_SEEK);
+			want = model_lower_bound(m, buf_slice(&target));
+			buf_free(&target);
+			r = sst_get(t, uk, snaps[s], &type, &seq, &v, &skip);
+			checked++;
+			if (want < m->n && slice_eq(ikey_user(mkey(m, want)), uk))
+				bad += r != 1 || type != ikey_type(mkey(m, want)) ||
+				       seq != ikey_seq(mkey(m, want)) ||
+				       !slice_eq(buf_slice(&v), mval(m, want));
+			else
+				bad += r != 0;
+		}
+		/* The odd neighbour of every key is absent. */
+		char ab[40];
+		snprintf(ab, sizeof(ab), "%.*s1", (int)uk.len, uk.data);
+		r = sst_get(t, slice_str(ab), SEQ_MAX, &type, &seq, &v, &skip);
+		absent++;
+		absent_bad += r != 0;
+		skipped += skip == 1;
+	}
+	ok(bad == 0, "%s: sst_get finds the newest visible version at %zu (key, snapshot) pairs, "
+	   "or nothing when every version is newer", what, checked);
+	ok(absent_bad == 0, "%s: sst_get reports %zu absent keys as absent", what, absent);
+	if (with_bloom)
+		ok(skipped * 100 > absent * 95, "%s: the bloom filter answers most absent lookups "
+		   "(%zu of %zu)", what, skipped, absent);
+	else
+		is_int(skipped, 0, "%s: without a filter no lookup is skipped", what);
+	buf_free(&v);
+}
+
+static void check_props(const struct sst_props *p, const struct model *m, const char *what)
+{
+	ok(p->num_entries == m->n && p->num_deletes == m->deletes && p->num_range_dels == 0,
+	   "%s: properties count %zu entries and %llu deletes", what, m->n,
+	   (unsigned long long)m->deletes);
+	ok(p->smallest_seq == m->min_seq && p->largest_seq == m->max_seq,
+	   "%s: properties hold the smallest and largest sequence", what);
+	ok(p->raw_key_bytes == m->raw_keys && p->raw_value_bytes == m->raw_vals,
+	   "%s: properties hold the raw key and value bytes", what);
+	ok(slice_eq(buf_slice(&p->smallest), mkey(m, 0)) &&
+	   slice_eq(buf_slice(&p->largest), mkey(m, m->n - 1)),
+	   "%s: smallest and largest are the first and last keys", what);
+}
+
+static void test_round_trip(const struct model *m, int level)
+{
+	struct sst_options o = { 4096, 16, level, 10 };
+	struct sst_props props;
+	struct sst *t;
+	uint64_t bytes_read = 0;
+	char name[32], what[64];
+	int r;
+
+	snprintf(name, sizeof(name), "big-%d.sst", level);
+	snprintf(what, sizeof(what), "100k entries, zstd level %d", level);
+	r = write_table(name, &o, m, NULL, 0, &props);
+	is_int(r, 0, "%s: the table is written", what);
+	is_int(props.file_size, file_size_of(name), "%s: the builder's file size is the file's",
+	       what);
+	check_props(&props, m, what);
+	if (level)
+		ok(props.data_bytes < (m->raw_keys + m->raw_vals) * 3 / 4,
+		   "%s: compression shrinks the data (%llu of %llu bytes)", what,
+		   (unsigned long long)props.data_bytes,
+		   (unsigned long long)(m->raw_keys + m->raw_vals));
+	else
+		ok(props.data_bytes > m->raw_vals, "%s: uncompressed data is at least as large as "
+		   "the values", what);
+	sst_props_free(&props);
+
+	r = open_table(name, NULL, &bytes_read, &t);
+	is_int(r, 0, "%s: the table opens", what);
+	if (r < 0)
+		return;
+	check_props(sst_get_props(t), m, what);
+	is_int(sst_get_props(t)->file_size, file_size_of(name), "%s: the file size is reported",
+	       what);
+	ok(bytes_read > 0, "%s: opening counts the metadata bytes read", what);
+	is_int(rdel_set_count(sst_range_dels(t)), 0, "%s: no range tombstones", what);
+	check_iteration(t, m, what);
+	check_gets(t, m, what, 1, 1);
+	is_int(sst_verify(t, NULL, NULL), 0, "%s: sst_verify finds nothing wrong", what);
+	sst_close(t);
+}
+
+static void test_no_filter(const struct model *m)
+{
+	struct sst_options o = { 4096, 16, 1, 0 };
+	struct sst_props props;
+	struct sst *t;
+
+	is_int(write_table("nofilter.sst", &o, m, NULL, 0, &props), 0,
+	       "a table without a bloom filter is written");
+	sst_props_free(&props);
+	is_int(open_table("nofilter.sst", NULL, NULL, &t), 0, "and opens");
+	check_gets(t, m, "no filter", 0, 4);
+	sst_close(t);
+}
+
+static void test_empty(void)
+{
+	struct sst_options o = { 4096, 16, 1, 10 };
+	struct sst_props props;
+	struct sst *t;
+	struct iter *it;
+	struct buf v = BUF_INIT;
+	uint64_t seq;
+	int type;
+
+	is_int(write_table("empty.sst", &o, NULL, NULL, 0, &props), 0, "an empty table is written");
+	ok(props.num_entries == 0 && props.smallest.len == 0 && props.largest.len == 0,
+	   "an empty table has no entries and no bounds");
+	sst_props_free(&props);
+	is_int(open_table("empty.sst", NULL, NULL, &t), 0, "an empty table opens");
+	it = sst_iter_new(t, 1);
+	iter_seek_first(it);
+	ok(!iter_valid(it) && iter_status(it) == 0, "an empty table's iterator has no entries");
+	iter_seek_last(it);
+	ok(!iter_valid(it), "not from the end either");
+	iter_destroy(it);
+	is_int(sst_get(t, slice_str("a"), SEQ_MAX, &type, &seq, &v, NULL), 0,
+	       "a lookup in an empty table finds nothing");
+	sst_close(t);
+	buf_free(&v);
+}
+
+static int frags_equal(const struct rdel_set *a, const struct rdel_set *b)
+{
+	if (rdel_set_count(a) != rdel_set_count(b))
+		return 0;
+	for (size_t i = 0; i < rdel_set_count(a); i++) {
+		const struct rdel_frag *x = rdel_set_frag(a, i), *y = rdel_set_frag(b, i);
+		if (!slice_eq(x->start, y->start) || !slice_eq(x->end, y->end) ||
+		    x->nseqs != y->nseqs || memcmp(x->seqs, y->seqs, x->nseqs * 8) != 0)
+			return 0;
+	}
+	return 1;
+}
+
+static void test_range_dels(void)
+{
+	static const struct tomb tombs[] = {
+		{ "user/5", "user/7", 70 }, { "a", "c", 100 }, { "x", "zz", 50 },
+		{ "c", "m", 10 }, { "e", "f", 2000000000 }, { "user/5", "user/7", 70 },
+	};
+	size_t nt = sizeof(tombs) / sizeof(tombs[0]);
+	struct sst_options o = { 1024, 4, 1, 10 };
+	struct rtomb rt[sizeof(tombs) / sizeof(tombs[0])];
+	struct model m;
+	struct sst_props props;
+	struct buf want = BUF_INIT;
+	struct rdel_set *ref;
+	struct sst *t;
+
+	model_make(&m, 500);
+	is_int(write_table("rdel.sst", &o, &m, tombs, nt, &props), 0,
+	       "a table with range tombstones is written");
+	is_int(props.num_range_dels, 5, "a tombstone given twice is stored once");
+	ikey_append(&want, slice_str("a"), 100, KT_RANGE_DEL);
+	ok(slice_eq(buf_slice(&props.smallest), buf_slice(&want)),
+	   "the smallest key is a tombstone's start when it precedes every entry");
+	buf_clear(&want);
+	ikey_append(&want, slice_str("zz"), SEQ_MAX, KT_RANGE_DEL);
+	ok(slice_eq(buf_slice(&props.largest), buf_slice(&want)),
+	   "the largest key is (end, SEQ_MAX) of a tombstone reaching past every entry");
+	ok(props.largest_seq == 2000000000 && props.smallest_seq == 10,
+	   "tombstone sequences count in the smallest and largest sequence");
+	sst_props_free(&props);
+
+	is_int(open_table("rdel.sst", NULL, NULL, &t), 0, "the table opens");
+	for (size_t i = 0; i < nt; i++)
+		rt[i] = (struct rtomb){ slice_str(tombs[i].start), slice_str(tombs[i].end),
+					tombs[i].seq };
+	ref = rdel_set_build(rt, nt, SEQ_MAX, 0);
+	ok(frags_equal(sst_range_dels(t), ref), "the tombstones read back fragment exactly as "
+	   "the ones written (%zu fragments)", rdel_set_count(ref));
+	is_int(rdel_set_covering(sst_range_dels(t), slice_str("user/6"), SEQ_MAX), 70,
+	       "a key inside a stored tombstone is covered at its sequence");
+	ok(slice_eq(buf_slice(&sst_get_props(t)->largest), buf_slice(&want)) &&
+	   sst_get_props(t)->num_range_dels == 5 && sst_get_props(t)->largest_seq == 2000000000,
+	   "the properties read back hold the tombstones' count, bounds and sequences");
+	check_iteration(t, &m, "with tombstones");
+	is_int(sst_verify(t, NULL, NULL), 0, "sst_verify accepts the table");
+	sst_close(t);
+	rdel_set_free(ref);
+
+	/* Tombstones only. */
+	is_int(write_table("rdel-only.sst", &o, NULL, tombs, 2, &props), 0,
+	       "a table of tombstones alone is written");
+	buf_clear(&want);
+	ikey_append(&want, slice_str("a"), 100, KT_RANGE_DEL);
+	ok(slice_eq(buf_slice(&props.smallest), buf_slice(&want)) && props.num_entries == 0,
+	   "its smallest key comes from a tombstone");
+	sst_props_free(&props);
+	is_int(open_table("rdel-only.sst", NULL, NULL, &t), 0, "and opens");
+	is_int(rdel_set_count(sst_range_dels(t)), 2, "with its two tombstones");
+	sst_close(t);
+
+	buf_free(&want);
+	model_free(&m);
+}
+
+static void test_cache(const struct model *m)
+{
+	struct sst_options o = { 16384, 16, 1, 10 };
+	struct sst_props props;
+	struct cache *tiny = cache_new(1024), *big = cache_new(64u << 20);
+	struct sst *t;
+	uint64_t bytes_read = 0, after_first, hits, misses;
+	struct iter *it;
+	size_t n, bad;
+
+	is_int(write_table("cache.sst", &o, m, NULL, 0, &props), 0, "a table of 16 KiB blocks is "
+	       "written");
+	sst_props_free(&props);
+
+	is_int(open_table("cache.sst", tiny, NULL, &t), 0, "it opens with a 1 KiB block cache");
+	check_iteration(t, m, "cache smaller than a block");
+	check_gets(t, m, "cache smaller than a block", 1, 20);
+	ok(cache_usage(tiny) <= cache_capacity(tiny), "the tiny cache stays within its capacity");
+	sst_close(t);
+
+	is_int(open_table("cache.sst", big, &bytes_read, &t), 0, "it opens with a 64 MiB cache");
+	it = sst_iter_new(t, 0);
+	for (iter_seek_first(it), n = 0; iter_valid(it); iter_next(it))
+		n++;
+	iter_destroy(it);
+	is_int(cache_usage(big), 0, "an iterator with fill_cache = 0 leaves the cache empty");
+	it = sst_iter_new(t, 1);
+	for (iter_seek_first(it), n = 0; iter_valid(it); iter_next(it))
+		n++;
+	iter_destroy(it);
+	after_first = bytes_read;
+	ok(cache_usage(big) > 0, "a filling iterator leaves its blocks in the cache");
+	cache_counters(big, &hits, &misses);
+	it = sst_iter_new(t, 1);
+	for (iter_seek_first(it), n = 0, bad = 0; iter_valid(it); iter_next(it), n++)
+		bad += !iter_at(it, m, n);
+	iter_destroy(it);
+	ok(bad == 0 && n == m->n, "a second pass reads the same entries from the cache");
+	is_int(bytes_read, after_first, "the second pass reads no bytes from the file");
+	{
+		uint64_t h2, m2;
+		cache_counters(big, &h2, &m2);
+		ok(h2 > hits, "the second pass hits the cache");
+	}
+	sst_close(t);
+	is_int(cache_usage(big), 0, "closing the table drops its blocks from the cache");
+	cache_free(tiny);
+	cache_free(big);
+}
+
+static void test_big_value(void)
+{
+	size_t vl = 20u << 20;
+	struct sst_options o = { 4096, 16, 3, 10 };
+	struct cache *c = cache_new(1u << 20);
+	struct model m;
+	struct sst_props props;
+	struct buf v = BUF_INIT, big = BUF_INIT;
+	struct sst *t;
+	struct iter *it;
+	uint64_t seq;
+	int type;
+
+	memset(&m, 0, sizeof(m));
+	buf_reserve(&big, vl);
+	for (size_t i = 0; i < vl; i += 8) {
+		/* Half random, half runs: neither all-compressible nor incompressible. */
+		uint64_t x = (i / 8) % 2 ? rand_next(&rng) : 0x4141414141414141ull;
+		enc_fixed64(big.data + i, x);
+	}
+	big.len = vl;
+	model_add(&m, slice_str("a"), 5, KT_PUT, slice_str("small before"));
+	model_add(&m, slice_str("big"), 6, KT_PUT, buf_slice(&big));
+	model_add(&m, slice_str("c"), 7, KT_PUT, slice_str("small after"));
+	is_int(write_table("bigvalue.sst", &o, &m, NULL, 0, &props), 0,
+	       "a table with a 20 MiB value is written");
+	sst_props_free(&props);
+	is_int(open_table("bigvalue.sst", c, NULL, &t), 0, "and opens with a 1 MiB cache");
+	is_int(sst_get(t, slice_str("big"), SEQ_MAX, &type, &seq, &v, NULL), 1,
+	       "the 20 MiB value is found");
+	ok(v.len == vl && memcmp(v.data, big.data, vl) == 0 && type == KT_PUT && seq == 6,
+	   "and reads back intact");
+	is_int(sst_get(t, slice_str("c"), SEQ_MAX, &type, &seq, &v, NULL), 1,
+	       "the key after it is found");
+	ok(slice_eq(buf_slice(&v), slice_str("small after")), "with its own value");
+	it = sst_iter_new(t, 1);
+	iter_seek_last(it);
+	iter_prev(it);
+	ok(iter_valid(it) && slice_eq(iter_value(it), buf_slice(&big)),
+	   "iterating backward reaches the big value");
+	iter_prev(it);
+	ok(iter_valid(it) && slice_eq(iter_value(it), slice_str("small before")),
+	   "and the entry before it");
+	iter_destroy(it);
+	is_int(sst_verify(t, NULL, NULL), 0, "sst_verify accepts it");
+	sst_close(t);
+	cache_free(c);
+	buf_free(&v);
+	buf_free(&big);
+	model_free(&m);
+}
+
+struct reports {
+	int n;
+	uint64_t off[8];
+	char msg[512];
+};
+
+static void record(void *arg, uint64_t off, const char *msg)
+{
+	struct reports *r = arg;
+
+	if (r->n < 8)
+		r->off[r->n] = off;
+	if (r->n == 0)
+		snprintf(r->msg, sizeof(r->msg), "%s", msg);
+	r->n++;
+}
+
+static void test_damage(int level)
+{
+	struct sst_options o = { 2048, 16, level, 10 };
+	struct model m;
+	struct sst_props props;
+	struct sst *t;
+	struct buf v = BUF_INIT;
+	struct reports rep = { 0 };
+	struct iter *it;
+	uint64_t seq, flip;
+	size_t i;
+	int type, r;
+	char good[32], bad[32], offstr[48];
+
+	snprintf(good, sizeof(good), "dmg-%d.sst", level);
+	snprintf(bad, sizeof(bad), "dmg-%d-data.sst", level);
+	model_make(&m, 2000);
+	is_int(write_table(good, &o, &m, NULL, 0, &props), 0, "level %d: a table is written",
+	       level);
+	sst_props_free(&props);
+
+	/*
+	 * A flipped byte in the middle of the data area, so in some block after
+	 * the first.  The entries before that block still read back; the block
+	 * itself gives -EUCLEAN everywhere, and sst_verify names its offset.
+	 */
+	{
+		char *p = path_of(good), *data;
+		size_t len;
+		env_read_file(env_posix(), p, &data, &len);
+		flip = dec_fixed64(data + len - 80) / 2;   /* half the filter's offset */
+		free(data);
+		free(p);
+	}
+	damaged_copy(good, bad, (long long)flip, 0x10);
+	is_int(open_table(bad, NULL, NULL, &t), 0,
+	       "level %d: a table with a damaged data block still opens", level);
+	is_int(sst_verify(t, record, &rep), -EUCLEAN, "level %d: sst_verify reports the damage",
+	       level);
+	ok(rep.n == 1 && rep.off[0] > 0 && rep.off[0] <= flip && flip - rep.off[0] < 2048 + 200,
+	   "level %d: exactly one problem, at the offset of the block holding byte %llu "
+	   "(%d: %s)", level, (unsigned long long)flip, rep.n, rep.msg);
+	snprintf(offstr, sizeof(offstr), "offset %llu:", (unsigned long long)rep.off[0]);
+	it = sst_iter_new(t, 1);
+	for (iter_seek_first(it), i = 0; iter_valid(it) && iter_at(it, &m, i); iter_next(it))
+		i++;
+	ok(!iter_valid(it) && iter_status(it) == -EUCLEAN && i > 0 && i < m.n,
+	   "level %d: iteration returns the %zu entries before the damaged block, then -EUCLEAN",
+	   level, i);
+	ok(strstr(kv_error_last(), bad) && strstr(kv_error_last(), offstr),
+	   "level %d: the iterator's message names the file and the block offset (%s)", level,
+	   kv_error_last());
+	iter_destroy(it);
+	/* At its own sequence: newer versions of its user key may sit in the block before. */
+	r = sst_get(t, ikey_user(mkey(&m, i)), ikey_seq(mkey(&m, i)), &type, &seq, &v, NULL);
+	is_int(r, -EUCLEAN, "level %d: sst_get of the first entry of the damaged block is -EUCLEAN",
+	       level);
+	ok(strstr(kv_error_last(), bad) && strstr(kv_error_last(), offstr),
+	   "level %d: its message names the file and the block offset (%s)", level,
+	   kv_error_last());
+	r = sst_get(t, ikey_user(mkey(&m, 0)), SEQ_MAX, &type, &seq, &v, NULL);
+	is_int(r, 1, "level %d: keys in undamaged blocks before it are still found", level);
+	r = sst_get(t, ikey_user(mkey(&m, m.n - 1)), SEQ_MAX, &type, &seq, &v, NULL);
+	is_int(r, 1, "level %d: and after it", level);
+	it = sst_iter_new(t, 1);
+	iter_seek_last(it);
+	while (iter_valid(it))
+		iter_prev(it);
+	is_int(iter_status(it), -EUCLEAN, "level %d: iterating backward into it reports -EUCLEAN",
+	       level);
+	iter_destroy(it);
+	sst_close(t);
+
+	/* The footer: its handles, its version, its magic, a file too short for it. */
+	damaged_copy(good, bad, -80 + 3, 0x01);
+	is_int(open_table(bad, NULL, NULL, &t), -EUCLEAN,
+	       "level %d: a damaged footer handle fails the footer checksum", level);
+	ok(strstr(kv_error_last(), "checksum") != NULL, "level %d: the message says checksum (%s)",
+	   level, kv_error_last());
+	damaged_copy(good, bad, -1, 0x20);
+	is_int(open_table(bad, NULL, NULL, &t), -EUCLEAN,
+	       "level %d: a bad magic number is -EUCLEAN", level);
+	ok(strstr(kv_error_last(), "magic") && strstr(kv_error_last(), bad),
+	   "level %d: the message names the file and says magic (%s)", level, kv_error_last());
+	{
+		char *p = path_of(good), *q = path_of(bad), *data;
+		size_t len;
+		env_read_file(env_posix(), p, &data, &len);
+		enc_fixed32(data + len - 16, 2);
+		enc_fixed32(data + len - 12, crc32c_mask(crc32c(data + len - 80, 68)));
+		env_write_file(env_posix(), q, data, len, NULL);
+		is_int(open_table(bad, NULL, NULL, &t), -EUCLEAN,
+		       "level %d: an unknown format version is refused", level);
+		env_write_file(env_posix(), q, data, 50, NULL);
+		is_int(open_table(bad, NULL, NULL, &t), -EUCLEAN,
+		       "level %d: a file shorter than a footer is -EUCLEAN", level);
+		free(data);
+		free(p);
+		free(q);
+	}
+
+	/* Each metadata block, damaged, makes the open fail. */
+	{
+		char *p = path_of(good), *data;
+		size_t len;
+		const char *names[4] = { "filter", "range-del", "properties", "index" };
+		env_read_file(env_posix(), p, &data, &len);
+		for (int j = 0; j < 4; j++) {
+			uint64_t off = dec_fixed64(data + len - 80 + 16 * j);
+			uint64_t sz = dec_fixed64(data + len - 80 + 16 * j + 8);
+			damaged_copy(good, bad, (long long)(off + sz / 2), 0x04);
+			r = open_table(bad, NULL, NULL, &t);
+			ok(r == -EUCLEAN && strstr(kv_error_last(), names[j]),
+			   "level %d: a damaged %s block makes sst_open fail with -EUCLEAN (%s)",
+			   level, names[j], kv_error_last());
+			if (r == 0)
+				sst_close(t);
+		}
+		free(data);
+		free(p);
+	}
+	buf_free(&v);
+	model_free(&m);
+}
+
+static void remove_dir(void)
+{
+	char **names;
+	size_t n;
+
+	if (env_list_dir(env_posix(), dir, &names, &n) == 0) {
+		for (size_t i = 0; i < n; i++) {
+			char *p = path_of(names[i]);
+			env_unlink(env_posix(), p);
+			free(p);
+		}
+		env_free_list(names, n);
+	}
+	rmdir(dir);
+}
+
+int main(void)
+{
+	struct model m;
+
+	plan_lazy();
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	model_make(&m, 100000);
+	test_round_trip(&m, 0);
+	test_round_trip(&m, 1);
+	test_no_filter(&m);
+	test_empty();
+	test_range_dels();
+	test_cache(&m);
+	test_big_value();
+	test_damage(0);
+	test_damage(1);
+	model_free(&m);
+	remove_dir();
+	done_testing();
+	return exit_status();
+}
