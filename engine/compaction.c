@@ -196,6 +196,8 @@ void *db_flush_main(void *arg)
 			/* every log older than the active one is now in a table */
 			edit.has_log_number = 1;
 			edit.log_number = db->wal_number;
+			edit.has_last_seq = 1;
+			edit.last_seq = db_last_seq(db);
 			r = vs_log_and_apply(db->vs, &edit);
 		}
 		if (number)
@@ -522,6 +524,8 @@ static int run_compaction(struct kv_db *db, struct compaction *c)
 		edit_add_file(&cs.edit, c->level + 1, f->number, f->size, buf_slice(&f->smallest),
 			      buf_slice(&f->largest), f->smallest_seq, f->largest_seq, f->entries,
 			      f->range_dels);
+		cs.edit.has_last_seq = 1;
+		cs.edit.last_seq = db_last_seq(db);
 		r = vs_log_and_apply(db->vs, &cs.edit);
 		edit_free(&cs.edit);
 		return r;
@@ -622,6 +626,8 @@ static int run_compaction(struct kv_db *db, struct compaction *c)
 			struct slice last = buf_slice(&c->in[0][c->nin[0] - 1]->largest);
 			edit_set_compact_pointer(&cs.edit, c->level, last);
 		}
+		cs.edit.has_last_seq = 1;
+		cs.edit.last_seq = db_last_seq(db);
 		if (r == 0)
 			r = vs_log_and_apply(db->vs, &cs.edit);
 	}

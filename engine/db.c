@@ -158,6 +158,21 @@ out:
 	return r;
 }
 
+/* 1 if dir holds any table or manifest (the remains of a database). */
+static int has_database_files(struct kv_db *db)
+{
+	char **names;
+	size_t n;
+	int found = 0;
+
+	if (env_list_dir(db->env, db->dir, &names, &n) < 0)
+		return 0;
+	for (size_t i = 0; i < n && !found; i++)
+		found = parse_numbered(names[i], ".sst") || !strncmp(names[i], "MANIFEST-", 9);
+	env_free_list(names, n);
+	return found;
+}
+
 static int recover(struct kv_db *db)
 {
 	struct version_edit edit;
@@ -167,6 +182,11 @@ static int recover(struct kv_db *db)
 	int r;
 
 	r = vs_recover(db->vs);
+	if (r == -ENOENT && has_database_files(db)) {
+		/* starting afresh here would delete every table as obsolete */
+		return KV_CORRUPT("%s/CURRENT is missing, but the directory holds tables or a "
+				  "manifest: refusing to start an empty database over them", db->dir);
+	}
 	if (r == -ENOENT) {
 		if (!db->opt.create_if_missing)
 			return KV_ERROR(-ENOENT, "%s: no database here (and create_if_missing is off)",
@@ -180,7 +200,13 @@ static int recover(struct kv_db *db)
 	}
 
 	edit_init(&edit);
+	/* the manifest records the last sequence at its last edit; tables never exceed it,
+	 * but take their word too, so a stale record cannot hide data */
 	max_seq = db->vs->last_seq;
+	for (int l = 0; l < NUM_LEVELS; l++)
+		for (size_t i = 0; i < db->vs->current->nfiles[l]; i++)
+			if (db->vs->current->files[l][i]->largest_seq > max_seq)
+				max_seq = db->vs->current->files[l][i]->largest_seq;
 	r = env_list_dir(db->env, db->dir, &names, &nnames);
 	if (r < 0)
 		goto out;
@@ -832,6 +858,15 @@ static void verify_report(void *arg, uint64_t off, const char *msg)
 		c->report(c->arg, c->file, off, msg);
 }
 
+static void report_manifest(void *arg, const char *file, uint64_t off, const char *msg)
+{
+	struct verify_ctx *c = arg;
+
+	c->problems++;
+	if (c->report)
+		c->report(c->arg, file, off, msg);
+}
+
 int kv_verify(struct kv_db *db, void (*report)(void *arg, const char *file, uint64_t off,
 					       const char *msg), void *arg)
 {
@@ -864,6 +899,10 @@ int kv_verify(struct kv_db *db, void (*report)(void *arg, const char *file, uint
 	}
 	pthread_mutex_lock(&db->mu);
 	version_unref(v);
+	/* the manifest is appended to under the mutex: read it while no edit can land */
+	c.file = NULL;
+	if (vs_check_manifest(db->vs, report_manifest, &c) < 0 && c.problems == 0)
+		c.problems++;
 	pthread_mutex_unlock(&db->mu);
 	if (c.problems)
 		r = -EUCLEAN;

@@ -206,9 +206,11 @@ struct kv_stats {
 void kv_get_stats(struct kv_db *db, struct kv_stats *st);
 
 /*
- * Read every block of every live file, verify checksums, key order and the
- * manifest.  Each problem is passed to report (file name, offset, message);
- * returns 0 if there was none, -EUCLEAN if there was any, or another error.
+ * Read every block of every live table, verify checksums and key order, and
+ * re-read the manifest's records.  (The write-ahead log is checked when it is
+ * replayed at open.)  Each problem is passed to report (file name, offset,
+ * message; report may be NULL); returns 0 if there was none, -EUCLEAN if
+ * there was any.
  */
 int kv_verify(struct kv_db *db, void (*report)(void *arg, const char *file, uint64_t off, const char *msg),
 	      void *arg);

@@ -57,7 +57,7 @@ struct sst_props {
 	uint64_t num_range_dels;
 	uint64_t smallest_seq, largest_seq;  /* over all entries and tombstones */
 	uint64_t raw_key_bytes, raw_value_bytes;
-	uint64_t data_bytes;        /* stored (compressed) data block bytes */
+	uint64_t data_bytes;        /* stored data block bytes, with their trailers */
 	uint64_t file_size;
 	/*
 	 * Smallest and largest internal keys, counting tombstones: a tombstone

@@ -15,7 +15,11 @@ enum {
 	TAG_COMPACT_POINTER = 4,
 	TAG_DELETED_FILE = 5,
 	TAG_NEW_FILE = 6,
+	TAG_FORMAT = 7,
 };
+
+/* The version of the manifest and of everything it describes (logs, tables). */
+#define ENGINE_FORMAT_VERSION 1
 
 /* ------------------------------------------------------------ file metadata */
 
@@ -98,6 +102,10 @@ void edit_set_compact_pointer(struct version_edit *e, int level, struct slice ke
 
 void edit_encode(const struct version_edit *e, struct buf *out)
 {
+	if (e->has_format) {
+		buf_put_varint32(out, TAG_FORMAT);
+		buf_put_varint32(out, e->format);
+	}
 	if (e->has_log_number) {
 		buf_put_varint32(out, TAG_LOG_NUMBER);
 		buf_put_varint64(out, e->log_number);
@@ -147,6 +155,18 @@ int edit_decode(struct version_edit *e, struct slice rec, const char *name)
 		if (!(p = dec_varint32(p, limit, &tag)))
 			goto bad;
 		switch (tag) {
+		case TAG_FORMAT:
+			if (!(p = dec_varint32(p, limit, &e->format)))
+				goto bad;
+			e->has_format = 1;
+			if (e->format != ENGINE_FORMAT_VERSION) {
+				uint32_t f = e->format;
+				edit_free(e);
+				return KV_ERROR(-EPROTONOSUPPORT, "%s: format version %u; this smolfs "
+						"reads version %u", name, (unsigned)f,
+						ENGINE_FORMAT_VERSION);
+			}
+			break;
 		case TAG_LOG_NUMBER:
 			if (!(p = dec_varint64(p, limit, &e->log_number)))
 				goto bad;
@@ -573,10 +593,15 @@ int vs_recover(struct version_set *vs)
 		goto out;
 	rd = wal_reader_new(f, msize, mpath);
 	v = version_new(vs);
-	while ((r = wal_read(rd, &rec)) > 0) {
+	for (int first = 1; (r = wal_read(rd, &rec)) > 0; first = 0) {
 		r = edit_decode(&e, rec, mpath);
 		if (r < 0)
 			goto out;
+		if (first && !e.has_format) {
+			edit_free(&e);
+			r = KV_CORRUPT("%s: the first record carries no format version", mpath);
+			goto out;
+		}
 		r = version_apply(vs, v, &e, &nv);
 		if (r == 0) {
 			version_unref(v);
@@ -656,6 +681,8 @@ static void snapshot_edit(struct version_set *vs, struct version_edit *e)
 			e->nadds++;
 		}
 	}
+	e->has_format = 1;
+	e->format = ENGINE_FORMAT_VERSION;
 	e->has_log_number = 1;
 	e->log_number = vs->log_number;
 	e->has_next_file = 1;
@@ -1131,4 +1158,50 @@ int vs_apply_only(struct version_set *vs, struct version_edit *e)
 	version_unref(vs->current);
 	vs->current = v;
 	return 0;
+}
+
+int vs_check_manifest(struct version_set *vs,
+		      void (*report)(void *arg, const char *file, uint64_t off, const char *msg),
+		      void *arg)
+{
+	char *name = xasprintf("MANIFEST-%06llu", (unsigned long long)vs->manifest_number);
+	char *path = xasprintf("%s/%s", vs->dir, name);
+	struct wal_reader *rd = NULL;
+	struct env_file *f = NULL;
+	struct version_edit e;
+	struct slice rec;
+	uint64_t size, off = 0;
+	int r, problems = 0;
+
+	if ((r = env_file_size(vs->env, path, &size)) < 0 ||
+	    (r = env_open_read(vs->env, path, &f)) < 0) {
+		report(arg, name, 0, kv_strerror(r));
+		problems++;
+		goto out;
+	}
+	rd = wal_reader_new(f, size, path);
+	while ((r = wal_read(rd, &rec)) > 0) {
+		if (edit_decode(&e, rec, path) < 0) {
+			report(arg, name, off, kv_strerror(-EUCLEAN));
+			problems++;
+		} else {
+			edit_free(&e);
+		}
+		off = wal_reader_offset(rd);
+	}
+	if (r < 0) {
+		report(arg, name, wal_reader_offset(rd), kv_strerror(r));
+		problems++;
+	} else if ((r = manifest_tail_check(f, size, rd, path)) < 0) {
+		report(arg, name, wal_reader_offset(rd), kv_strerror(r));
+		problems++;
+	}
+out:
+	if (rd)
+		wal_reader_free(rd);
+	if (f)
+		env_close(f);
+	free(name);
+	free(path);
+	return problems ? -EUCLEAN : 0;
 }

@@ -26,6 +26,9 @@
  *                        lenprefixed smallest, lenprefixed largest,
  *                        varint64 smallest seq, varint64 largest seq,
  *                        varint64 entries, varint64 range tombstones
+ *     7 format version   varint32 (1); the first record of every manifest has
+ *                        it, and a version this code does not know is refused
+ *                        (-EPROTONOSUPPORT) rather than misread
  *
  * Versions are reference counted; readers and iterators hold the version
  * they started with, so its files are not deleted under them.
@@ -86,7 +89,8 @@ struct file_del {
 };
 
 struct version_edit {
-	int has_log_number, has_next_file, has_last_seq;
+	int has_format, has_log_number, has_next_file, has_last_seq;
+	uint32_t format;
 	uint64_t log_number, next_file, last_seq;
 	struct file_add *adds;
 	size_t nadds;
@@ -147,9 +151,9 @@ int vs_recover(struct version_set *vs);
 /* Start a database: an empty version (no I/O; vs_write_snapshot follows). */
 void vs_init_empty(struct version_set *vs);
 /*
- * Apply edit to the current version, append it to the manifest (starting a
- * new manifest with a full snapshot when there is none) and fsync; on success
- * the result becomes current.  On failure nothing changes.
+ * Apply edit to the current version, append it to the manifest and fsync; on
+ * success the result becomes current.  On failure nothing changes.
+ * REQUIRES: a manifest is open (vs_new_manifest ran; kv_open does that).
  */
 int vs_log_and_apply(struct version_set *vs, struct version_edit *e);
 /* Apply edit to the current version without logging it (recovery, before a new manifest). */
@@ -188,6 +192,11 @@ struct iter *level_iter_new(struct version *v, int level, int fill_cache);
 void version_collect_range_dels(struct version *v, const struct slice *lo, const struct slice *hi,
 				struct rtomb **out, size_t *n, size_t *cap, struct cache_handle ***pins,
 				size_t *npins);
+
+/* Re-read the current manifest and report each damaged record; 0 or -EUCLEAN. */
+int vs_check_manifest(struct version_set *vs,
+		      void (*report)(void *arg, const char *file, uint64_t off, const char *msg),
+		      void *arg);
 
 /* The set of live file numbers over every live version (malloc'd, unsorted). */
 uint64_t *vs_live_files(struct version_set *vs, size_t *n);

@@ -44,6 +44,12 @@ struct wal_writer *wal_writer_new(struct env_file *f)
 	return w;
 }
 
+/* The header's own checksum, over the record checksum and the length. */
+static uint32_t header_crc(const char *h)
+{
+	return crc32c_mask(crc32c(h, 8));
+}
+
 static void encode_record(struct buf *b, struct slice rec)
 {
 	char *h;
@@ -52,6 +58,7 @@ static void encode_record(struct buf *b, struct slice rec)
 	h = b->data + b->len;
 	enc_fixed32(h + 4, (uint32_t)rec.len);
 	enc_fixed32(h, record_crc(h + 4, rec));
+	enc_fixed32(h + 8, header_crc(h));
 	b->len += WAL_HEADER;
 	buf_append(b, rec.data, rec.len);
 }
@@ -300,6 +307,9 @@ int wal_read(struct wal_reader *r, struct slice *rec)
 		return r->state = err;
 	crc = dec_fixed32(h);
 	len = dec_fixed32(h + 4);
+	/* a damaged length must not pass for a write cut short: check it first */
+	if (header_crc(h) != dec_fixed32(h + 8))
+		return damaged(r, r->off + WAL_HEADER, "header checksum mismatch", len);
 	if (len > WAL_MAX_RECORD)
 		return damaged(r, r->off + WAL_HEADER, "impossible length", len);
 	if (r->size - r->off - WAL_HEADER < len)

@@ -3,13 +3,16 @@
  *
  * Each record is
  *
- *     fixed32 masked crc32c(length bytes + payload) | fixed32 length | payload
+ *     fixed32 masked crc32c(length bytes + payload) | fixed32 length |
+ *     fixed32 masked crc32c(the first 8 header bytes) | payload
  *
- * The checksum covers the length too, so a damaged length is caught like
- * damaged data.  Records are appended whole, each wal_add or wal_addv with
- * one append call; a record is durable once the file is synced.  A record
- * holds at most WAL_MAX_RECORD bytes (a batch with a 100 MiB value and room
- * to spare); a longer length in a header can only be damage.
+ * The record checksum covers the length too, and the header has a checksum
+ * of its own, so a damaged length is caught before it is believed (a length
+ * pointing past the end of the file would otherwise pass for a write cut
+ * short, and silently end the log early).  Records are appended whole, each
+ * wal_add or wal_addv with one append call; a record is durable once the
+ * file is synced.  A record holds at most WAL_MAX_RECORD bytes (a batch with
+ * a 100 MiB value and room to spare).
  *
  * Reading stops at the end of the log.  A crash during an append leaves the
  * torn tail of an unfinished write: a prefix of the appended bytes, perhaps
@@ -17,18 +20,14 @@
  * its blocks.  The torn tail ends the log without error, and
  * wal_reader_torn() tells where it began.  The record at offset off is the
  * torn tail when
- *   - its header, or the payload its length (at most WAL_MAX_RECORD)
- *     announces, runs past the end of the file, or
- *   - its checksum fails and every byte after it, to the end of the file, is
- *     zero (there may be none: it ends exactly at the end of the file).  A
- *     zero-filled tail is such a record: a zero header says length 0 and
- *     fails the checksum, or
- *   - its length exceeds WAL_MAX_RECORD and every byte after its header is
- *     zero.
- * A bad checksum or an impossible length followed by any non-zero byte is
- * corruption: wal_read returns -EUCLEAN with the file name and the record's
- * offset.  (A damaged length that points past the end of the file cannot be
- * told from a torn write, and is read as one.)
+ *   - its header runs past the end of the file, or its header is intact and
+ *     the payload it announces runs past the end of the file, or
+ *   - its header checksum fails and every byte after the header is zero, or
+ *   - its record checksum fails and every byte after it, to the end of the
+ *     file, is zero (there may be none: it ends exactly at the end).
+ * Any other damage (a bad header checksum, an impossible length or a bad
+ * record checksum followed by any non-zero byte) is corruption: wal_read
+ * returns -EUCLEAN with the file name and the record's offset.
  */
 #ifndef SMOLFS_WAL_H
 #define SMOLFS_WAL_H
@@ -36,7 +35,7 @@
 #include "env.h"
 #include "util.h"
 
-#define WAL_HEADER 8
+#define WAL_HEADER 12
 #define WAL_MAX_RECORD (200u * 1024 * 1024)
 
 struct wal_writer;

@@ -155,14 +155,14 @@ static void test_round_trip(void)
 	recs_add(&rs, 0, 2);
 	recs_add(&rs, 5u << 20, 3);          /* larger than any read-ahead window */
 	recs_add(&rs, 256 * 1024, 4);        /* exactly one window */
-	recs_add(&rs, 256 * 1024 - 8, 5);    /* header and payload fill one window */
+	recs_add(&rs, 256 * 1024 - WAL_HEADER, 5);    /* header and payload fill one window */
 	for (int i = 0; i < 50; i++)
 		recs_add(&rs, rand_next(&rng) % 100000, rng);
 	recs_add(&rs, 0, 6);
 
 	is_int(write_log(path, &rs), 0, "writing %zu records succeeds", rs.n);
 	env_file_size(env, path, &size);
-	is_int(size, rec_off(&rs, rs.n), "the log is the records plus 8 bytes of header each");
+	is_int(size, rec_off(&rs, rs.n), "the log is the records plus a header each");
 	struct readout o = read_log(path, &rs);
 	is_int(o.status, 0, "reading the log ends without error");
 	is_int(o.nread, rs.n, "every record is read back");
@@ -295,14 +295,15 @@ static void test_truncation(void)
 	write_log(full, &big);
 	free(bytes);
 	bytes = slurp(full, &n);
-	static const size_t cuts[] = { 58 + 1, 58 + 7, 58 + 8, 58 + 100, 58 + 300000, 0 };
+	const size_t first = WAL_HEADER + 50;  /* where the big record starts */
+	const size_t cuts[] = { first + 1, first + 7, first + 11, first + 100, first + 300000, 0 };
 	bad = 0;
 	for (int i = 0; i < 6; i++) {
 		size_t len = cuts[i] ? cuts[i] : n - 1;
 		write_bytes(cut, bytes, len);
 		o = read_log(cut, &big);
 		bad += o.status != 0 || o.nread != 1 || o.nmatch != 1 || !o.torn ||
-		       o.torn_off != 58;
+		       o.torn_off != first;
 	}
 	is_int(bad, 0, "a 1 MiB last record cut in its header or payload is a torn tail");
 
@@ -377,14 +378,12 @@ static void test_flips(void)
 	snprintf(want_off, sizeof(want_off), "offset %llu", (unsigned long long)mid);
 
 	/*
-	 * Any byte of a middle record but the length's upper three (which would
-	 * make the record run past the end, a case wal.h reads as torn): the
-	 * checksum, the length's low byte, and every payload byte.
+	 * Any byte of a middle record: the checksums, the length (the header's
+	 * own checksum catches a length that would point past the end), and
+	 * every payload byte.
 	 */
 	size_t bad = 0, bad_msg = 0, positions = 0;
 	for (size_t i = 0; i < WAL_HEADER + 300; i++) {
-		if (i >= 5 && i < 8)
-			continue;
 		bytes[mid + i] ^= 0x20;
 		write_bytes(fl, bytes, n);
 		bytes[mid + i] ^= 0x20;
@@ -408,13 +407,12 @@ static void test_flips(void)
 	}
 
 	/*
-	 * Damage in the last record's checksum or payload: indistinguishable from
-	 * an unfinished write.  (Its length is tried below.)
+	 * Damage in the last record's payload: indistinguishable from an
+	 * unfinished write.  Damage in its header: the header checksum fails while
+	 * payload bytes follow, which no unfinished write leaves behind.
 	 */
 	bad = 0;
-	for (size_t i = 0; i < WAL_HEADER + 300; i++) {
-		if (i >= 4 && i < 8)
-			continue;
+	for (size_t i = WAL_HEADER; i < WAL_HEADER + 300; i++) {
 		bytes[last + i] ^= 0x01;
 		write_bytes(fl, bytes, n);
 		bytes[last + i] ^= 0x01;
@@ -422,15 +420,24 @@ static void test_flips(void)
 		bad += o.status != 0 || o.nread != 7 || o.nmatch != 7 || !o.torn ||
 		       o.torn_off != last;
 	}
-	is_int(bad, 0, "a byte flipped in the last record's checksum or payload is a torn tail");
+	is_int(bad, 0, "a byte flipped in the last record's payload is a torn tail");
+	bad = 0;
+	for (size_t i = 0; i < WAL_HEADER; i++) {
+		bytes[last + i] ^= 0x01;
+		write_bytes(fl, bytes, n);
+		bytes[last + i] ^= 0x01;
+		struct readout o = read_log(fl, &rs);
+		bad += o.status != -EUCLEAN || o.nread != 7;
+	}
+	is_int(bad, 0, "a byte flipped in the last record's header is -EUCLEAN");
 
 	/* 300 = 0x12c: the length's bytes are 2c 01 00 00. */
 	bytes[last + 4] ^= 0x01;
 	write_bytes(fl, bytes, n);
 	bytes[last + 4] ^= 0x01;
 	struct readout o = read_log(fl, &rs);
-	ok(o.status == 0 && o.nread == 7 && o.torn && o.torn_off == last,
-	   "a last record whose length grew past the end of the file is a torn tail");
+	ok(o.status == -EUCLEAN && o.nread == 7 && !o.torn,
+	   "a last record whose length grew past the end of the file is -EUCLEAN, not torn");
 	bytes[last + 5] ^= 0x01;
 	write_bytes(fl, bytes, n);
 	bytes[last + 5] ^= 0x01;
