@@ -59,6 +59,7 @@ void kv_batch_clear(struct kv_batch *b)
 	memset(b->rep.data, 0, BATCH_HEADER);
 	b->rep.len = BATCH_HEADER;
 	b->count = 0;
+	b->has_trees = 0;
 }
 
 size_t kv_batch_count(const struct kv_batch *b)
@@ -85,8 +86,8 @@ static int check_key(const char *what, size_t len)
  */
 static int check_room(const struct kv_batch *b, size_t klen, size_t vlen)
 {
-	/* type + two varint32 lengths (5 bytes at most each) + the bytes */
-	size_t need = 1 + 5 + klen + 5 + vlen;
+	/* type + tree id + two varint32 lengths (5 bytes at most each) + the bytes */
+	size_t need = 1 + 5 + 5 + klen + 5 + vlen;
 
 	if (b->rep.len + need > WAL_MAX_RECORD)
 		return KV_ERROR(-E2BIG, "write batch of %zu bytes cannot grow by %zu more: "
@@ -95,10 +96,15 @@ static int check_room(const struct kv_batch *b, size_t klen, size_t vlen)
 	return 0;
 }
 
-static void add(struct kv_batch *b, int type, struct slice key, const struct slice *value)
+static void add(struct kv_batch *b, uint32_t tree, int type, struct slice key,
+		const struct slice *value)
 {
-	buf_reserve(&b->rep, 1 + 5 + key.len + (value ? 5 + value->len : 0));
-	b->rep.data[b->rep.len++] = (char)type;
+	buf_reserve(&b->rep, 1 + 5 + 5 + key.len + (value ? 5 + value->len : 0));
+	b->rep.data[b->rep.len++] = (char)(type | (tree ? BATCH_TREE_FLAG : 0));
+	if (tree) {
+		buf_put_varint32(&b->rep, tree);
+		b->has_trees = 1;
+	}
 	buf_put_lenprefixed(&b->rep, key);
 	if (value)
 		buf_put_lenprefixed(&b->rep, *value);
@@ -106,6 +112,23 @@ static void add(struct kv_batch *b, int type, struct slice key, const struct sli
 }
 
 int kv_batch_put(struct kv_batch *b, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	return kv_batch_put_tree(b, NULL, key, klen, val, vlen);
+}
+
+int kv_batch_delete(struct kv_batch *b, const void *key, size_t klen)
+{
+	return kv_batch_delete_tree(b, NULL, key, klen);
+}
+
+int kv_batch_delete_range(struct kv_batch *b, const void *start, size_t slen, const void *end,
+			  size_t elen)
+{
+	return kv_batch_delete_range_tree(b, NULL, start, slen, end, elen);
+}
+
+int kv_batch_put_tree(struct kv_batch *b, const struct kv_tree *t, const void *key, size_t klen,
+		      const void *val, size_t vlen)
 {
 	int r = check_key("key", klen);
 
@@ -118,11 +141,11 @@ int kv_batch_put(struct kv_batch *b, const void *key, size_t klen, const void *v
 	if (r)
 		return r;
 	struct slice v = slice_make(val, vlen);
-	add(b, KT_PUT, slice_make(key, klen), &v);
+	add(b, kv_tree_id(t), KT_PUT, slice_make(key, klen), &v);
 	return 0;
 }
 
-int kv_batch_delete(struct kv_batch *b, const void *key, size_t klen)
+int kv_batch_delete_tree(struct kv_batch *b, const struct kv_tree *t, const void *key, size_t klen)
 {
 	int r = check_key("key", klen);
 
@@ -131,12 +154,12 @@ int kv_batch_delete(struct kv_batch *b, const void *key, size_t klen)
 	r = check_room(b, klen, 0);
 	if (r)
 		return r;
-	add(b, KT_DELETE, slice_make(key, klen), NULL);
+	add(b, kv_tree_id(t), KT_DELETE, slice_make(key, klen), NULL);
 	return 0;
 }
 
-int kv_batch_delete_range(struct kv_batch *b, const void *start, size_t slen, const void *end,
-			  size_t elen)
+int kv_batch_delete_range_tree(struct kv_batch *b, const struct kv_tree *t, const void *start,
+			       size_t slen, const void *end, size_t elen)
 {
 	struct slice s = slice_make(start, slen), e = slice_make(end, elen);
 	int r = check_key("range start key", slen);
@@ -153,7 +176,7 @@ int kv_batch_delete_range(struct kv_batch *b, const void *start, size_t slen, co
 	r = check_room(b, slen, elen);
 	if (r)
 		return r;
-	add(b, KT_RANGE_DEL, s, &e);
+	add(b, kv_tree_id(t), KT_RANGE_DEL, s, &e);
 	return 0;
 }
 
@@ -162,19 +185,29 @@ void batch_append(struct kv_batch *dst, const struct kv_batch *src)
 	assert(src->rep.len >= BATCH_HEADER && dst->rep.len >= BATCH_HEADER);
 	buf_append(&dst->rep, src->rep.data + BATCH_HEADER, src->rep.len - BATCH_HEADER);
 	set_count(dst, dst->count + src->count);
+	dst->has_trees |= src->has_trees;
 }
 
 /*
  * Decode the mutation at *p, up to limit.  Returns 0 and advances *p, or
  * -1 if it is damaged (*why says how).
  */
-static int parse_one(const char **p, const char *limit, int *type, struct slice *key,
-		     struct slice *value, const char **why)
+static int parse_one(const char **p, const char *limit, uint32_t *tree, int *type,
+		     struct slice *key, struct slice *value, const char **why)
 {
 	const char *q = *p;
 
 	assert(q < limit);
 	*type = (unsigned char)*q++;
+	*tree = 0;
+	if (*type & BATCH_TREE_FLAG) {
+		*type &= ~BATCH_TREE_FLAG;
+		q = dec_varint32(q, limit, tree);
+		if (!q || *tree == 0) {
+			*why = "bad tree id";
+			return -1;
+		}
+	}
 	if (*type != KT_PUT && *type != KT_DELETE && *type != KT_RANGE_DEL) {
 		*why = "unknown mutation type";
 		return -1;
@@ -215,13 +248,14 @@ int batch_check(struct slice rep, uint32_t *count)
 	while (p < limit) {
 		const char *why = NULL;
 		struct slice key, value;
+		uint32_t tree;
 		int type;
 
 		if (n == want)
 			return KV_CORRUPT("write batch holds more than the %u mutations its "
 					  "header counts (at byte %zu)", want,
 					  (size_t)(p - rep.data));
-		if (parse_one(&p, limit, &type, &key, &value, &why) < 0)
+		if (parse_one(&p, limit, &tree, &type, &key, &value, &why) < 0)
 			return KV_CORRUPT("write batch damaged at byte %zu (mutation %u of %u): %s",
 					  (size_t)(p - rep.data), n, want, why);
 		n++;
@@ -244,18 +278,24 @@ int batch_iterate(struct slice rep, batch_fn fn, void *arg)
 
 	if (r)
 		return r;
+	return batch_apply(rep, count, fn, arg);
+}
 
+int batch_apply(struct slice rep, uint32_t count, batch_fn fn, void *arg)
+{
 	uint64_t seq = dec_fixed64(rep.data);
+	int r;
 	const char *p = rep.data + BATCH_HEADER, *limit = rep.data + rep.len;
 
 	for (uint32_t i = 0; i < count; i++) {
 		const char *why = NULL;
 		struct slice key, value;
+		uint32_t tree;
 		int type;
 
-		r = parse_one(&p, limit, &type, &key, &value, &why);
-		assert(r == 0);   /* batch_check passed */
-		r = fn(arg, seq + i, type, key, value);
+		r = parse_one(&p, limit, &tree, &type, &key, &value, &why);
+		assert(r == 0);   /* batch_check passed, or the batch is our own */
+		r = fn(arg, seq + i, tree, type, key, value);
 		if (r)
 			return r;
 	}

@@ -4,7 +4,9 @@
  *
  *     fixed64 first sequence | fixed32 count | mutations...
  *
- * each mutation being one type byte (KT_PUT, KT_DELETE, KT_RANGE_DEL) then a
+ * each mutation being one type byte (KT_PUT, KT_DELETE, KT_RANGE_DEL; with
+ * BATCH_TREE_FLAG (0x80) set, a varint32 tree id > 0 follows it, and without
+ * it the mutation is for tree 0, the default tree) then a
  * varint32-length-prefixed key and, for KT_PUT, a length-prefixed value, and
  * for KT_RANGE_DEL a length-prefixed end key.  The i-th mutation takes
  * sequence first + i.
@@ -19,11 +21,21 @@
 #include "dbformat.h"
 
 #define BATCH_HEADER 12
+#define BATCH_TREE_FLAG 0x80
+
+/* The id of a tree (0 for NULL, the default tree); defined in db.c. */
+uint32_t kv_tree_id(const struct kv_tree *t);
 
 struct kv_batch {
 	struct buf rep;   /* header + mutations; rep.len >= BATCH_HEADER always */
 	size_t count;
+	int has_trees;    /* some mutation names a tree other than the default */
 };
+
+static inline int batch_has_trees(const struct kv_batch *b)
+{
+	return b->has_trees;
+}
 
 uint64_t batch_seq(const struct kv_batch *b);
 void batch_set_seq(struct kv_batch *b, uint64_t seq);
@@ -40,8 +52,11 @@ void batch_append(struct kv_batch *dst, const struct kv_batch *src);
  * fn and returns it; -EUCLEAN if the encoding is damaged, in which case fn was
  * never called (the whole batch is checked with batch_check first).
  */
-typedef int (*batch_fn)(void *arg, uint64_t seq, int type, struct slice key, struct slice value);
+typedef int (*batch_fn)(void *arg, uint64_t seq, uint32_t tree, int type, struct slice key,
+			struct slice value);
 int batch_iterate(struct slice rep, batch_fn fn, void *arg);
+/* Like batch_iterate, for a batch already checked (count from batch_check, or our own). */
+int batch_apply(struct slice rep, uint32_t count, batch_fn fn, void *arg);
 /*
  * Validate an encoded batch: known types, every length within the bytes,
  * range tombstones with start < end, sequences within SEQ_MAX, and exactly

@@ -77,14 +77,26 @@ void db_delete_obsolete_files(struct kv_db *db)
 	if (db->bg_error || env_list_dir(db->env, db->dir, &names, &n) < 0)
 		return;
 	live = vs_live_files(db->vs, &nlive);
+	/*
+	 * A log is needed while some tree has writes in it that are not in a
+	 * table: from that tree's log number on, unless its memtables are empty
+	 * (then it has nothing in any log before the active one).
+	 */
+	uint64_t min_log = db->wal_number;
+	for (size_t i = 0; i < db->ntrees; i++) {
+		struct kv_tree *t = db->trees[i];
+		if (t->dropped || (!t->imm && mem_entries(t->mem) + mem_range_dels(t->mem) == 0))
+			continue;
+		if (t->vt->log_number < min_log)
+			min_log = t->vt->log_number;
+	}
 	for (size_t i = 0; i < n; i++) {
 		const char *name = names[i];
 		uint64_t num;
 		int keep = 1, is_sst = 0;
 
 		if ((num = numbered(name, ".log")) != 0) {
-			keep = num >= db->vs->log_number || num == db->wal_number ||
-			       (db->imm && num == db->imm_log_number);
+			keep = num >= min_log || num == db->wal_number;
 		} else if ((num = numbered(name, ".sst")) != 0) {
 			is_sst = 1;
 			keep = 0;
@@ -120,10 +132,11 @@ static int finish_file(struct kv_db *db, struct env_file *f, const char *path, i
 	return r;
 }
 
-int db_write_level0(struct kv_db *db, struct memtable *m, struct version_edit *edit)
+int db_write_level0(struct kv_db *db, struct kv_tree *t, struct memtable *m,
+		    struct version_edit *edit)
 {
 	struct sst_options so = {
-		db->opt.block_size, db->opt.block_restart_interval, db->opt.compression_level,
+		db->opt.block_size, db->opt.block_restart_interval, t->compression_level,
 		db->opt.bloom_bits_per_key,
 	};
 	uint64_t number = vs_new_file_number(db->vs);
@@ -175,27 +188,38 @@ out:
 	return r;
 }
 
+/* A tree with a memtable waiting to be flushed, or NULL.  REQUIRES mu held. */
+static struct kv_tree *flush_candidate(struct kv_db *db)
+{
+	for (size_t i = 0; i < db->ntrees; i++)
+		if (db->trees[i]->imm && !db->trees[i]->dropped)
+			return db->trees[i];
+	return NULL;
+}
+
 void *db_flush_main(void *arg)
 {
 	struct kv_db *db = arg;
 
 	pthread_mutex_lock(&db->mu);
 	while (!db->shutting_down) {
-		if (!db->imm || db->bg_error) {
-			pthread_cond_wait(&db->work_cv, &db->mu);
-			continue;
-		}
+		struct kv_tree *t = db->bg_error ? NULL : flush_candidate(db);
 		struct version_edit edit;
 		uint64_t number;
 		int r;
 
+		if (!t) {
+			pthread_cond_wait(&db->work_cv, &db->mu);
+			continue;
+		}
 		edit_init(&edit);
-		r = db_write_level0(db, db->imm, &edit);
+		edit.tree = t->id;
+		r = db_write_level0(db, t, t->imm, &edit);
 		number = edit.nadds ? edit.adds[0].f->number : 0;
 		if (r == 0) {
-			/* every log older than the active one is now in a table */
+			/* this tree's writes in logs before the switch are now in a table */
 			edit.has_log_number = 1;
-			edit.log_number = db->wal_number;
+			edit.log_number = t->imm_log_boundary;
 			edit.has_last_seq = 1;
 			edit.last_seq = db_last_seq(db);
 			r = vs_log_and_apply(db->vs, &edit);
@@ -204,8 +228,8 @@ void *db_flush_main(void *arg)
 			db_pending_remove(db, number);
 		edit_free(&edit);
 		if (r == 0) {
-			mem_unref(db->imm);
-			db->imm = NULL;
+			mem_unref(t->imm);
+			t->imm = NULL;
 			db_delete_obsolete_files(db);
 		} else {
 			db_log(db, KV_LOG_ERROR, "flush failed: %s", kv_strerror(r));
@@ -222,7 +246,9 @@ void *db_flush_main(void *arg)
 /* ------------------------------------------------------------ compaction */
 
 struct compaction {
-	int level;                       /* inputs from level and level + 1 */
+	struct kv_tree *tree;
+	int level;                       /* inputs from level and (unless in place) level + 1 */
+	int out_level;                   /* level + 1, or level for an in-place rewrite */
 	struct file_meta **in[2];
 	size_t nin[2];
 	struct version *v;               /* the version the inputs belong to */
@@ -265,16 +291,33 @@ static void add_next_level(struct compaction *c)
 	buf_free(&hi);
 }
 
+/* The live tree most in need of compaction (score >= 1), or NULL.  REQUIRES mu held. */
+static struct kv_tree *neediest_tree(struct kv_db *db)
+{
+	struct kv_tree *best = NULL;
+
+	for (size_t i = 0; i < db->ntrees; i++) {
+		struct kv_tree *t = db->trees[i];
+		if (!t->dropped && t->vt->current->score >= 1 &&
+		    (!best || t->vt->current->score > best->vt->current->score))
+			best = t;
+	}
+	return best;
+}
+
 /* REQUIRES mu held. */
 static struct compaction *pick_compaction(struct kv_db *db)
 {
-	struct version *v = db->vs->current;
 	struct manual_compaction *m = db->manual;
+	struct kv_tree *t = m ? m->tree : neediest_tree(db);
 	struct compaction *c;
+	struct version *v;
 
-	if (!m && v->score < 1)
+	if (!t || t->dropped)
 		return NULL;
+	v = t->vt->current;
 	c = xcalloc(1, sizeof(*c));
+	c->tree = t;
 	c->v = v;
 	version_ref(v);
 	if (m) {
@@ -283,12 +326,21 @@ static struct compaction *pick_compaction(struct kv_db *db)
 		c->level = m->level;
 		c->in[0] = version_overlapping(v, m->level, m->has_lo ? &lo : NULL,
 					       m->has_hi ? &hi : NULL, 1, &c->nin[0]);
+		if (m->in_place) {
+			/* the bottom level rewritten into itself: nothing below to merge with */
+			c->out_level = c->level;
+			if (c->nin[0] == 0) {
+				compaction_free(db, c);
+				return NULL;
+			}
+			return c;
+		}
 	} else if (v->score_level == 0) {
 		c->level = 0;
 		c->in[0] = version_overlapping(v, 0, NULL, NULL, 1, &c->nin[0]);
 	} else {
 		int l = c->level = v->score_level;
-		struct buf *cp = &db->vs->compact_pointer[l];
+		struct buf *cp = &t->vt->compact_pointer[l];
 		size_t i = 0;
 
 		if (cp->len)
@@ -305,6 +357,7 @@ static struct compaction *pick_compaction(struct kv_db *db)
 		compaction_free(db, c);
 		return NULL;
 	}
+	c->out_level = c->level + 1;
 	add_next_level(c);
 	return c;
 }
@@ -413,7 +466,7 @@ static int add_tombstones(struct compact_state *cs, const struct slice *hi)
 				if (kept_old)
 					break;   /* older ones are shadowed for every reader */
 				kept_old = 1;
-				if (!deeper_overlaps(cs->c->v, cs->c->level + 2, a, b))
+				if (!deeper_overlaps(cs->c->v, cs->c->out_level + 1, a, b))
 					break;   /* nothing below for it to delete */
 			}
 			r = sst_builder_add_range_del(cs->cur.b, a, b, seq);
@@ -436,7 +489,7 @@ static int close_output(struct compact_state *cs, const struct slice *hi, int ok
 		if (props.num_entries + props.num_range_dels == 0) {
 			env_unlink(cs->db->env, cs->cur.path);
 		} else {
-			edit_add_file(&cs->edit, cs->c->level + 1, cs->cur.number, props.file_size,
+			edit_add_file(&cs->edit, cs->c->out_level, cs->cur.number, props.file_size,
 				      buf_slice(&props.smallest), buf_slice(&props.largest),
 				      props.smallest_seq, props.largest_seq, props.num_entries,
 				      props.num_range_dels);
@@ -504,18 +557,19 @@ static int run_compaction(struct kv_db *db, struct compaction *c)
 	int have_key = 0, r = 0;
 	uint64_t last_seq_for_key = SEQ_MAX, bytes_read = 0;
 	void *filter_state = NULL;
-	struct kv_compaction_filter *filter = db->opt.compaction_filter;
+	struct kv_compaction_filter *filter = c->tree->filter;
 
 	memset(&cs, 0, sizeof(cs));
 	cs.db = db;
 	cs.c = c;
 	cs.so = (struct sst_options){ db->opt.block_size, db->opt.block_restart_interval,
-				      db->opt.compression_level, db->opt.bloom_bits_per_key };
-	cs.oldest = db_oldest_snapshot(db);
+				      c->tree->compression_level, db->opt.bloom_bits_per_key };
 	edit_init(&cs.edit);
+	cs.edit.tree = c->tree->id;
+	cs.oldest = db_oldest_snapshot(db);
 	memset(&bc, 0, sizeof(bc));
 	bc.v = c->v;
-	bc.from_level = c->level + 2;
+	bc.from_level = c->out_level + 1;
 
 	/* a single file with nothing below it in the next level moves without rewriting */
 	if (!c->manual && c->nin[0] == 1 && c->nin[1] == 0 && c->level > 0) {
@@ -646,7 +700,7 @@ static int run_compaction(struct kv_db *db, struct compaction *c)
 
 int db_needs_compaction(struct kv_db *db)
 {
-	return db->manual || db->vs->current->score >= 1;
+	return db->manual || neediest_tree(db) != NULL;
 }
 
 void *db_compact_main(void *arg)

@@ -95,11 +95,68 @@ static uint64_t parse_numbered(const char *name, const char *suffix)
 	return v;
 }
 
+/* ------------------------------------------------------------ trees */
+
+uint32_t kv_tree_id(const struct kv_tree *t)
+{
+	return t ? t->id : 0;
+}
+
+struct kv_tree *db_tree(struct kv_db *db, const struct kv_tree *t)
+{
+	return t ? (struct kv_tree *)t : db->trees[0];
+}
+
+struct kv_tree *db_tree_by_id(struct kv_db *db, uint32_t id)
+{
+	for (size_t i = 0; i < db->ntrees; i++)
+		if (db->trees[i]->id == id)
+			return db->trees[i];
+	return NULL;
+}
+
+/* The in-memory half of version-set tree vt.  REQUIRES mu held. */
+static struct kv_tree *tree_attach(struct kv_db *db, struct vtree *vt)
+{
+	struct kv_tree *t = xcalloc(1, sizeof(*t));
+
+	t->id = vt->id;
+	t->vt = vt;
+	t->mem = mem_new();
+	t->compression_level = db->opt.compression_level;
+	t->dropped = vt->dropped;
+	if (vt->id == 0)
+		t->filter = db->opt.compaction_filter;
+	db->trees = xrealloc(db->trees, (db->ntrees + 1) * sizeof(*db->trees));
+	db->trees[db->ntrees++] = t;
+	return t;
+}
+
+static void tree_free(struct kv_tree *t)
+{
+	if (t->mem)
+		mem_unref(t->mem);
+	if (t->imm)
+		mem_unref(t->imm);
+	free(t);
+}
+
 /* ------------------------------------------------------------ recovery */
 
-static int replay_apply(void *arg, uint64_t seq, int type, struct slice key, struct slice value)
+struct replay {
+	struct kv_db *db;
+	uint64_t log;
+};
+
+static int replay_apply(void *arg, uint64_t seq, uint32_t tree, int type, struct slice key,
+			struct slice value)
 {
-	mem_add(arg, seq, type, key, value);
+	struct replay *rp = arg;
+	struct kv_tree *t = db_tree_by_id(rp->db, tree);
+
+	/* a dropped tree's writes, and writes a tree has in its tables already, are skipped */
+	if (t && !t->dropped && rp->log >= t->vt->log_number)
+		mem_add(t->mem, seq, type, key, value);
 	return 0;
 }
 
@@ -109,14 +166,42 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* Flush every tree's non-empty memtable to level 0, one edit per tree.  REQUIRES mu held. */
+static int flush_recovered(struct kv_db *db, int only_full)
+{
+	for (size_t i = 0; i < db->ntrees; i++) {
+		struct kv_tree *t = db->trees[i];
+		struct version_edit edit;
+		int r;
+
+		if (mem_entries(t->mem) + mem_range_dels(t->mem) == 0)
+			continue;
+		if (only_full && mem_bytes(t->mem) <= db->opt.write_buffer_size)
+			continue;
+		edit_init(&edit);
+		edit.tree = t->id;
+		r = db_write_level0(db, t, t->mem, &edit);
+		if (r == 0)
+			r = vs_apply_only(db->vs, &edit);
+		if (edit.nadds)
+			db_pending_remove(db, edit.adds[0].f->number);
+		edit_free(&edit);
+		if (r < 0)
+			return r;
+		mem_unref(t->mem);
+		t->mem = mem_new();
+	}
+	return 0;
+}
+
 /*
- * Replay one log into db->mem, flushing to level 0 (recorded in edit) when
- * the memtable fills.  REQUIRES mu held; nothing else runs yet.
+ * Replay one log into the trees' memtables, flushing to level 0 when one
+ * fills.  REQUIRES mu held; nothing else runs yet.
  */
-static int replay_log(struct kv_db *db, uint64_t number, struct version_edit *edit,
-		      uint64_t *max_seq)
+static int replay_log(struct kv_db *db, uint64_t number, uint64_t *max_seq)
 {
 	char *path = log_path(db, number);
+	struct replay rp = { db, number };
 	struct wal_reader *rd = NULL;
 	struct env_file *f = NULL;
 	struct slice rec;
@@ -129,22 +214,17 @@ static int replay_log(struct kv_db *db, uint64_t number, struct version_edit *ed
 		goto out;
 	rd = wal_reader_new(f, size, path);
 	while ((r = wal_read(rd, &rec)) > 0) {
-		if (rec.len < BATCH_HEADER || (r = batch_check(rec, &count)) < 0) {
-			r = KV_CORRUPT("%s: damaged batch in a record before offset %llu", path,
-				       (unsigned long long)wal_reader_offset(rd));
+		if ((r = batch_check(rec, &count)) < 0) {
+			r = KV_CORRUPT("%s: damaged batch in the record before offset %llu: %s", path,
+				       (unsigned long long)wal_reader_offset(rd), kv_error_last());
 			goto out;
 		}
 		uint64_t first = dec_fixed64(rec.data);
-		batch_iterate(rec, replay_apply, db->mem);
+		batch_apply(rec, count, replay_apply, &rp);
 		if (count && first + count - 1 > *max_seq)
 			*max_seq = first + count - 1;
-		if (mem_bytes(db->mem) > db->opt.write_buffer_size) {
-			r = db_write_level0(db, db->mem, edit);
-			if (r < 0)
-				goto out;
-			mem_unref(db->mem);
-			db->mem = mem_new();
-		}
+		if ((r = flush_recovered(db, 1)) < 0)
+			goto out;
 	}
 	if (r == 0 && wal_reader_torn(rd, &torn_at))
 		db_log(db, KV_LOG_WARN, "%s: torn tail at offset %llu (an unfinished write) ignored",
@@ -175,10 +255,11 @@ static int has_database_files(struct kv_db *db)
 
 static int recover(struct kv_db *db)
 {
-	struct version_edit edit;
-	uint64_t *logs = NULL, max_seq;
+	uint64_t *logs = NULL, max_seq, min_log;
 	char **names = NULL;
 	size_t nnames = 0, nlogs = 0;
+	struct env_file *f;
+	char *path;
 	int r;
 
 	r = vs_recover(db->vs);
@@ -198,22 +279,29 @@ static int recover(struct kv_db *db)
 	} else if (db->opt.error_if_exists) {
 		return KV_ERROR(-EEXIST, "%s: a database exists already", db->dir);
 	}
+	for (size_t i = 0; i < db->vs->ntrees; i++)
+		tree_attach(db, db->vs->trees[i]);
 
-	edit_init(&edit);
-	/* the manifest records the last sequence at its last edit; tables never exceed it,
-	 * but take their word too, so a stale record cannot hide data */
+	/*
+	 * The manifest records the last sequence at its last edit; tables never
+	 * exceed it, but take their word too, so a stale record cannot hide data.
+	 */
 	max_seq = db->vs->last_seq;
-	for (int l = 0; l < NUM_LEVELS; l++)
-		for (size_t i = 0; i < db->vs->current->nfiles[l]; i++)
-			if (db->vs->current->files[l][i]->largest_seq > max_seq)
-				max_seq = db->vs->current->files[l][i]->largest_seq;
+	for (size_t ti = 0; ti < db->vs->ntrees; ti++) {
+		struct version *v = db->vs->trees[ti]->current;
+		for (int l = 0; l < NUM_LEVELS; l++)
+			for (size_t i = 0; i < v->nfiles[l]; i++)
+				if (v->files[l][i]->largest_seq > max_seq)
+					max_seq = v->files[l][i]->largest_seq;
+	}
 	r = env_list_dir(db->env, db->dir, &names, &nnames);
 	if (r < 0)
 		goto out;
+	min_log = vs_min_log_number(db->vs);
 	logs = xmalloc((nnames + 1) * sizeof(*logs));
 	for (size_t i = 0; i < nnames; i++) {
 		uint64_t n = parse_numbered(names[i], ".log");
-		if (n && n >= db->vs->log_number)
+		if (n && n >= min_log)
 			logs[nlogs++] = n;
 		if (n >= db->vs->next_file)
 			db->vs->next_file = n + 1;
@@ -223,22 +311,15 @@ static int recover(struct kv_db *db)
 	}
 	qsort(logs, nlogs, sizeof(*logs), cmp_u64);
 	for (size_t i = 0; i < nlogs; i++) {
-		r = replay_log(db, logs[i], &edit, &max_seq);
+		r = replay_log(db, logs[i], &max_seq);
 		if (r < 0)
 			goto out;
 	}
-	if (mem_entries(db->mem) + mem_range_dels(db->mem) > 0) {
-		r = db_write_level0(db, db->mem, &edit);
-		if (r < 0)
-			goto out;
-		mem_unref(db->mem);
-		db->mem = mem_new();
-	}
+	if ((r = flush_recovered(db, 0)) < 0)
+		goto out;
 	db->last_seq = max_seq;
 
 	/* a fresh log for new writes, then a manifest that no longer needs the old ones */
-	struct env_file *f;
-	char *path;
 	db->wal_number = vs_new_file_number(db->vs);
 	path = log_path(db, db->wal_number);
 	r = env_open_append(db->env, path, &f);
@@ -246,29 +327,14 @@ static int recover(struct kv_db *db)
 	if (r < 0)
 		goto out;
 	db->wal = wal_writer_new(f);
-	db->vs->log_number = db->wal_number;
+	for (size_t i = 0; i < db->vs->ntrees; i++)
+		db->vs->trees[i]->log_number = db->wal_number;
 	db->vs->last_seq = max_seq;
-	/* apply the flushed tables, then write the whole state into a new manifest */
-	if (edit.nadds) {
-		struct version *v = db->vs->current;
-		struct version_edit copy = edit;
-		(void)v;
-		r = 0;
-		/* vs_log_and_apply needs an open manifest; build the version directly */
-		copy.has_log_number = 1;
-		copy.log_number = db->wal_number;
-		copy.has_last_seq = 1;
-		copy.last_seq = max_seq;
-		r = vs_apply_only(db->vs, &copy);
-		if (r < 0)
-			goto out;
-	}
 	r = vs_new_manifest(db->vs);
 	if (r < 0)
 		goto out;
 	r = env_sync_dir(db->env, db->dir);
 out:
-	edit_free(&edit);
 	env_free_list(names, nnames);
 	free(logs);
 	return r;
@@ -312,7 +378,6 @@ int kv_open(const char *dir, const struct kv_options *opt, struct kv_db **dbp)
 	db->tc = tcache_new(db->env, dir, db->opt.max_open_files, db->block_cache,
 			    &db->stats.bytes_read_sst);
 	db->vs = vs_new(dir, db->env, &db->opt, db->tc);
-	db->mem = mem_new();
 
 	pthread_mutex_lock(&db->mu);
 	r = recover(db);
@@ -366,10 +431,9 @@ int kv_close(struct kv_db *db)
 		if (r == 0)
 			r = rw;
 	}
-	if (db->mem)
-		mem_unref(db->mem);
-	if (db->imm)
-		mem_unref(db->imm);
+	for (size_t i = 0; i < db->ntrees; i++)
+		tree_free(db->trees[i]);
+	free(db->trees);
 	pthread_mutex_lock(&db->mu);
 	vs_free(db->vs);
 	pthread_mutex_unlock(&db->mu);
@@ -391,10 +455,11 @@ int kv_close(struct kv_db *db)
 /* ------------------------------------------------------------ writes */
 
 /*
- * Make sure the active memtable has room, switching to a new memtable and log
- * when it is full.  Slows each write by 1 ms when level 0 is crowded, and
- * waits when the previous memtable is still being flushed or level 0 is full,
- * so memory and level 0 stay bounded.  REQUIRES mu held; the caller leads.
+ * Make sure every tree's active memtable has room, switching full ones (or,
+ * with force, every non-empty one) to immutable behind a new log.  Slows each
+ * write by 1 ms when a level 0 is crowded, and waits while a full tree's
+ * previous memtable is still being flushed or its level 0 is full, so memory
+ * and level 0 stay bounded.  REQUIRES mu held; the caller leads the writers.
  */
 static int make_room(struct kv_db *db, int force)
 {
@@ -402,10 +467,24 @@ static int make_room(struct kv_db *db, int force)
 	uint64_t t0;
 
 	for (;;) {
-		struct version *v = db->vs->current;
+		int l0 = 0, waiting = 0, switching = 0;
 		if (db->bg_error)
 			return db->bg_error;
-		if (!delayed && !force && (int)v->nfiles[0] >= db->opt.l0_slowdown_trigger) {
+		for (size_t i = 0; i < db->ntrees; i++) {
+			struct kv_tree *t = db->trees[i];
+			int n0 = (int)t->vt->current->nfiles[0];
+			int full = force ? mem_entries(t->mem) + mem_range_dels(t->mem) > 0
+					 : mem_bytes(t->mem) >= db->opt.write_buffer_size;
+			if (t->dropped)
+				continue;
+			if (n0 > l0)
+				l0 = n0;
+			if (full && (t->imm || n0 >= db->opt.l0_stop_trigger))
+				waiting = 1;
+			else if (full)
+				switching = 1;
+		}
+		if (!delayed && !force && l0 >= db->opt.l0_slowdown_trigger) {
 			pthread_mutex_unlock(&db->mu);
 			usleep(1000);
 			db_count(&db->stats.stall_micros, 1000);
@@ -413,17 +492,15 @@ static int make_room(struct kv_db *db, int force)
 			delayed = 1;
 			continue;
 		}
-		if (!force && mem_bytes(db->mem) < db->opt.write_buffer_size)
-			return 0;
-		if (force && mem_entries(db->mem) + mem_range_dels(db->mem) == 0)
-			return 0;
-		if (db->imm || (int)v->nfiles[0] >= db->opt.l0_stop_trigger) {
+		if (waiting) {
 			t0 = now_micros();
 			pthread_cond_broadcast(&db->work_cv);
 			pthread_cond_wait(&db->bg_cv, &db->mu);
 			db_count(&db->stats.stall_micros, now_micros() - t0);
 			continue;
 		}
+		if (!switching)
+			return 0;
 		/* switch: the old log is synced first, so a later synced write never
 		 * survives a power cut that an earlier write in the old log did not */
 		uint64_t number = vs_new_file_number(db->vs);
@@ -444,19 +521,69 @@ static int make_room(struct kv_db *db, int force)
 		}
 		wal_writer_free(db->wal);
 		db->wal = wal_writer_new(f);
-		db->imm_log_number = db->wal_number;
 		db->wal_number = number;
-		db->imm = db->mem;
-		db->mem = mem_new();
+		for (size_t i = 0; i < db->ntrees; i++) {
+			struct kv_tree *t = db->trees[i];
+			int full = force ? mem_entries(t->mem) + mem_range_dels(t->mem) > 0
+					 : mem_bytes(t->mem) >= db->opt.write_buffer_size;
+			if (t->dropped || !full || t->imm)
+				continue;
+			t->imm = t->mem;
+			t->imm_log_boundary = number;
+			t->mem = mem_new();
+		}
 		force = 0;
 		pthread_cond_broadcast(&db->work_cv);
 	}
 }
 
-static int apply_to_mem(void *arg, uint64_t seq, int type, struct slice key, struct slice value)
+static int apply_to_mem(void *arg, uint64_t seq, uint32_t tree, int type, struct slice key,
+			struct slice value)
 {
-	mem_add(arg, seq, type, key, value);
+	struct kv_tree *t = db_tree_by_id(arg, tree);
+
+	/* a batch naming a dropped or unknown tree was refused before the log */
+	mem_add(t->mem, seq, type, key, value);
 	return 0;
+}
+
+/* Every tree a batch names must exist and not be dropped.  REQUIRES mu held. */
+static int check_trees(void *arg, uint64_t seq, uint32_t tree, int type, struct slice key,
+		       struct slice value)
+{
+	struct kv_tree *t = db_tree_by_id(arg, tree);
+
+	(void)seq; (void)type; (void)key; (void)value;
+	if (!t || t->dropped)
+		return KV_ERROR(-ENOENT, "write to tree %u, which was dropped", (unsigned)tree);
+	return 0;
+}
+
+/*
+ * Take the lead of the write queue without a batch, for work that changes
+ * what writers use (memtable switches, the tree list).  REQUIRES mu held.
+ */
+static void lead_enter(struct kv_db *db, struct writer *w)
+{
+	memset(w, 0, sizeof(*w));
+	pthread_cond_init(&w->cv, NULL);
+	if (db->writers_tail)
+		db->writers_tail->next = w;
+	else
+		db->writers_head = w;
+	db->writers_tail = w;
+	while (db->writers_head != w)
+		pthread_cond_wait(&w->cv, &db->mu);
+}
+
+static void lead_leave(struct kv_db *db, struct writer *w)
+{
+	db->writers_head = w->next;
+	if (!db->writers_head)
+		db->writers_tail = NULL;
+	else
+		pthread_cond_signal(&db->writers_head->cv);
+	pthread_cond_destroy(&w->cv);
 }
 
 int kv_write(struct kv_db *db, const struct kv_batch *b, unsigned flags)
@@ -497,6 +624,17 @@ int kv_write(struct kv_db *db, const struct kv_batch *b, unsigned flags)
 				break;
 			if (x->sync && !sync && x != &w)
 				break;  /* do not make a fast write wait for someone's fsync */
+			if (x->batch->count && batch_has_trees(x->batch)) {
+				int rt = batch_apply(buf_slice(&x->batch->rep),
+						     (uint32_t)x->batch->count, check_trees, db);
+				if (rt < 0) {
+					if (x == &w) {
+						r = rt;
+						break;
+					}
+					break;   /* it leads next and fails alone */
+				}
+			}
 			batch_set_seq((struct kv_batch *)x->batch, seq + 1);
 			seq += kv_batch_count(x->batch);
 			recs[nrecs++] = buf_slice(&x->batch->rep);
@@ -504,18 +642,23 @@ int kv_write(struct kv_db *db, const struct kv_batch *b, unsigned flags)
 			last = x;
 		}
 		pthread_mutex_unlock(&db->mu);
-		r = wal_addv(db->wal, recs, nrecs);
+		if (r == 0)
+			r = wal_addv(db->wal, recs, nrecs);
 		if (r == 0 && sync)
 			r = wal_sync(db->wal);
 		if (r == 0) {
-			for (size_t i = 0; i < nrecs; i++)
-				batch_iterate(recs[i], apply_to_mem, db->mem);
+			for (x = &w; ; x = x->next) {
+				batch_apply(buf_slice(&x->batch->rep), (uint32_t)x->batch->count,
+					    apply_to_mem, db);
+				if (x == last)
+					break;
+			}
 			db_count(&db->stats.bytes_written_wal, bytes + nrecs * WAL_HEADER);
 		}
 		pthread_mutex_lock(&db->mu);
 		if (r == 0)
 			__atomic_store_n(&db->last_seq, seq, __ATOMIC_RELEASE);
-		else if (!db->bg_error)
+		else if (nrecs && !db->bg_error)
 			db->bg_error = r;   /* the log may hold part of this group: stop writing */
 	}
 
@@ -658,6 +801,13 @@ static int mem_lookup(struct memtable *m, struct slice ukey, uint64_t snap, int 
 int kv_get(struct kv_db *db, const struct kv_snapshot *snap, const void *key, size_t klen,
 	   char **val, size_t *vlen)
 {
+	return kv_get_tree(db, NULL, snap, key, klen, val, vlen);
+}
+
+int kv_get_tree(struct kv_db *db, struct kv_tree *tree, const struct kv_snapshot *snap,
+		const void *key, size_t klen, char **val, size_t *vlen)
+{
+	struct kv_tree *t = db_tree(db, tree);
 	struct slice ukey = slice_make(key, klen);
 	struct memtable *mem, *imm;
 	struct version *v;
@@ -669,12 +819,12 @@ int kv_get(struct kv_db *db, const struct kv_snapshot *snap, const void *key, si
 	*vlen = 0;
 	pthread_mutex_lock(&db->mu);
 	s = snap ? ((const struct snapshot_node *)snap)->seq : db_last_seq(db);
-	mem = db->mem;
+	mem = t->mem;
 	mem_ref(mem);
-	imm = db->imm;
+	imm = t->imm;
 	if (imm)
 		mem_ref(imm);
-	v = db->vs->current;
+	v = t->vt->current;
 	version_ref(v);
 	pthread_mutex_unlock(&db->mu);
 
@@ -683,7 +833,9 @@ int kv_get(struct kv_db *db, const struct kv_snapshot *snap, const void *key, si
 		r = version_get(v, ukey, s, &type, &seq, &out, &db->stats.bloom_useful);
 
 	pthread_mutex_lock(&db->mu);
-	version_unref(v);
+	/* a version replaced while we read it may have been the last to hold some tables */
+	if (version_unref(v))
+		db_delete_obsolete_files(db);
 	pthread_mutex_unlock(&db->mu);
 	mem_unref(mem);
 	if (imm)
@@ -703,14 +855,25 @@ int kv_get(struct kv_db *db, const struct kv_snapshot *snap, const void *key, si
 
 /* ------------------------------------------------------------ maintenance */
 
+static int any_imm(struct kv_db *db)
+{
+	for (size_t i = 0; i < db->ntrees; i++)
+		if (db->trees[i]->imm)
+			return 1;
+	return 0;
+}
+
 int kv_flush(struct kv_db *db)
 {
+	struct writer w;
 	int r;
 
 	pthread_mutex_lock(&db->mu);
-	/* become a writer so no one inserts while the memtable switches */
+	/* lead the writers, so no one inserts while the memtables switch */
+	lead_enter(db, &w);
 	r = make_room(db, 1);
-	while (r == 0 && db->imm && !db->bg_error) {
+	lead_leave(db, &w);
+	while (r == 0 && any_imm(db) && !db->bg_error) {
 		pthread_cond_broadcast(&db->work_cv);
 		pthread_cond_wait(&db->bg_cv, &db->mu);
 	}
@@ -722,12 +885,20 @@ int kv_flush(struct kv_db *db)
 
 int kv_compact_range(struct kv_db *db, const void *start, size_t slen, const void *end, size_t elen)
 {
+	return kv_compact_range_tree(db, NULL, start, slen, end, elen);
+}
+
+int kv_compact_range_tree(struct kv_db *db, struct kv_tree *tree, const void *start, size_t slen,
+			  const void *end, size_t elen)
+{
+	struct kv_tree *t = db_tree(db, tree);
 	struct manual_compaction m;
 	int r = kv_flush(db), top = 0;
 
 	if (r < 0)
 		return r;
 	memset(&m, 0, sizeof(m));
+	m.tree = t;
 	if (start) {
 		buf_set(&m.lo, start, slen);
 		m.has_lo = 1;
@@ -738,24 +909,39 @@ int kv_compact_range(struct kv_db *db, const void *start, size_t slen, const voi
 	}
 	pthread_mutex_lock(&db->mu);
 	for (int l = 0; l < NUM_LEVELS; l++)
-		if (db->vs->current->nfiles[l])
+		if (t->vt->current->nfiles[l])
 			top = l;
-	/* everything ends in the deepest level holding data (level 1 at least) */
+	/*
+	 * Everything moves down to the deepest level holding data (level 1 at
+	 * least); then that level is rewritten into itself if it held data in the
+	 * range before, so what only a released snapshot needed, and tombstones
+	 * with nothing left below them, are dropped there too.
+	 */
 	if (top == 0)
 		top = 1;
-	for (int l = 0; l < top && r == 0; l++) {
-		while (db->manual)
-			pthread_cond_wait(&db->bg_cv, &db->mu);
-		m.level = l;
-		m.done = 0;
-		m.status = 0;
-		db->manual = &m;
-		pthread_cond_broadcast(&db->work_cv);
-		while (!m.done && !db->bg_error)
-			pthread_cond_wait(&db->bg_cv, &db->mu);
-		if (db->manual == &m)
-			db->manual = NULL;
-		r = m.done ? m.status : db->bg_error;
+	{
+		struct slice lo = buf_slice(&m.lo), hi = buf_slice(&m.hi);
+		size_t n;
+		free(version_overlapping(t->vt->current, top, m.has_lo ? &lo : NULL,
+					 m.has_hi ? &hi : NULL, 0, &n));
+		m.in_place = 0;
+		for (int l = 0; l <= top && r == 0 && !t->dropped; l++) {
+			if (l == top && n == 0)
+				break;
+			while (db->manual)
+				pthread_cond_wait(&db->bg_cv, &db->mu);
+			m.level = l;
+			m.in_place = l == top;
+			m.done = 0;
+			m.status = 0;
+			db->manual = &m;
+			pthread_cond_broadcast(&db->work_cv);
+			while (!m.done && !db->bg_error)
+				pthread_cond_wait(&db->bg_cv, &db->mu);
+			if (db->manual == &m)
+				db->manual = NULL;
+			r = m.done ? m.status : db->bg_error;
+		}
 	}
 	pthread_mutex_unlock(&db->mu);
 	buf_free(&m.lo);
@@ -773,9 +959,12 @@ void kv_get_stats(struct kv_db *db, struct kv_stats *st)
 	st->block_cache_hits = hits;
 	st->block_cache_misses = misses;
 	st->disk_bytes = wal_size(db->wal);
-	for (int l = 0; l < NUM_LEVELS && l < 8; l++) {
-		st->files_per_level[l] = (int)db->vs->current->nfiles[l];
-		st->disk_bytes += version_level_bytes(db->vs->current, l);
+	for (size_t i = 0; i < db->ntrees; i++) {
+		struct version *v = db->trees[i]->vt->current;
+		for (int l = 0; l < NUM_LEVELS && l < 8; l++) {
+			st->files_per_level[l] += (int)v->nfiles[l];
+			st->disk_bytes += version_level_bytes(v, l);
+		}
 	}
 	pthread_mutex_unlock(&db->mu);
 }
@@ -791,9 +980,12 @@ char *kv_property(struct kv_db *db, const char *name)
 		return NULL;
 	kv_get_stats(db, &st);
 	pthread_mutex_lock(&db->mu);
-	struct version *v = db->vs->current;
-	if (!strcmp(name, "stats") || !strcmp(name, "levels")) {
-		n = snprintf(line, sizeof(line), "level  files      bytes\n");
+	for (size_t ti = 0; ti < db->ntrees && strcmp(name, "sstables"); ti++) {
+		struct version *v = db->trees[ti]->vt->current;
+		if (db->trees[ti]->dropped)
+			continue;
+		n = snprintf(line, sizeof(line), "%s%s%slevel  files      bytes\n",
+			     ti ? "tree " : "", ti ? db->trees[ti]->vt->name : "", ti ? "\n" : "");
 		buf_append(&out, line, (size_t)n);
 		for (int l = 0; l < NUM_LEVELS; l++) {
 			n = snprintf(line, sizeof(line), "%5d %6zu %10llu\n", l, v->nfiles[l],
@@ -820,13 +1012,16 @@ char *kv_property(struct kv_db *db, const char *name)
 			     (unsigned long long)st.stall_micros);
 		buf_append(&out, line, (size_t)n);
 	}
-	if (!strcmp(name, "sstables")) {
+	for (size_t ti = 0; ti < db->ntrees && !strcmp(name, "sstables"); ti++) {
+		struct version *v = db->trees[ti]->vt->current;
+		const char *tn = ti ? db->trees[ti]->vt->name : NULL;
 		for (int l = 0; l < NUM_LEVELS; l++) {
 			for (size_t i = 0; i < v->nfiles[l]; i++) {
 				const struct file_meta *f = v->files[l][i];
 				n = snprintf(line, sizeof(line),
-					     "level %d %06llu.sst %llu bytes, %llu entries, %llu range "
+					     "%s%s%slevel %d %06llu.sst %llu bytes, %llu entries, %llu range "
 					     "tombstones, seq %llu..%llu\n",
+					     tn ? "tree " : "", tn ? tn : "", tn ? " " : "",
 					     l, (unsigned long long)f->number,
 					     (unsigned long long)f->size,
 					     (unsigned long long)f->entries,
@@ -867,46 +1062,185 @@ static void report_manifest(void *arg, const char *file, uint64_t off, const cha
 		c->report(c->arg, file, off, msg);
 }
 
-int kv_verify(struct kv_db *db, void (*report)(void *arg, const char *file, uint64_t off,
-					       const char *msg), void *arg)
+/* Verify the tables of one version. */
+static void verify_version(struct kv_db *db, struct version *v, struct verify_ctx *c)
 {
-	struct verify_ctx c = { report, arg, NULL, 0 };
-	struct version *v;
-	int r = 0;
-
-	pthread_mutex_lock(&db->mu);
-	v = db->vs->current;
-	version_ref(v);
-	pthread_mutex_unlock(&db->mu);
 	for (int l = 0; l < NUM_LEVELS; l++) {
 		for (size_t i = 0; i < v->nfiles[l]; i++) {
 			const struct file_meta *f = v->files[l][i];
 			char *name = xasprintf("%06llu.sst", (unsigned long long)f->number);
 			struct cache_handle *h;
 			struct sst *t;
-			c.file = name;
-			int rr = tcache_get(db->tc, f, &t, &h);
-			if (rr < 0) {
-				verify_report(&c, 0, kv_strerror(rr));
+			int r;
+
+			c->file = name;
+			r = tcache_get(db->tc, f, &t, &h);
+			if (r < 0) {
+				verify_report(c, 0, kv_strerror(r));
 			} else {
-				rr = sst_verify(t, verify_report, &c);
-				if (rr < 0 && rr != -EUCLEAN)
-					verify_report(&c, 0, kv_strerror(rr));
+				r = sst_verify(t, verify_report, c);
+				if (r < 0 && r != -EUCLEAN)
+					verify_report(c, 0, kv_strerror(r));
 				tcache_release(db->tc, h);
 			}
 			free(name);
 		}
 	}
+}
+
+int kv_verify(struct kv_db *db, void (*report)(void *arg, const char *file, uint64_t off,
+					       const char *msg), void *arg)
+{
+	struct verify_ctx c = { report, arg, NULL, 0 };
+
+	for (size_t ti = 0;; ti++) {
+		struct version *v;
+
+		pthread_mutex_lock(&db->mu);
+		if (ti >= db->ntrees) {
+			pthread_mutex_unlock(&db->mu);
+			break;
+		}
+		v = db->trees[ti]->vt->current;
+		version_ref(v);
+		pthread_mutex_unlock(&db->mu);
+		verify_version(db, v, &c);
+		pthread_mutex_lock(&db->mu);
+		if (version_unref(v))
+			db_delete_obsolete_files(db);
+		pthread_mutex_unlock(&db->mu);
+	}
 	pthread_mutex_lock(&db->mu);
-	version_unref(v);
 	/* the manifest is appended to under the mutex: read it while no edit can land */
 	c.file = NULL;
 	if (vs_check_manifest(db->vs, report_manifest, &c) < 0 && c.problems == 0)
 		c.problems++;
 	pthread_mutex_unlock(&db->mu);
-	if (c.problems)
-		r = -EUCLEAN;
+	return c.problems ? -EUCLEAN : 0;
+}
+
+/* ------------------------------------------------------------ trees: the API */
+
+void kv_tree_options_init(struct kv_tree_options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->compression_level = -1;
+}
+
+static int tree_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n > 64)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '.' || c == '-'))
+			return 0;
+	}
+	return 1;
+}
+
+int kv_tree_open(struct kv_db *db, const char *name, const struct kv_tree_options *o,
+		 struct kv_tree **out)
+{
+	struct kv_tree_options def;
+	struct kv_tree *t = NULL;
+	struct vtree *vt;
+	struct writer w;
+	int r = 0;
+
+	*out = NULL;
+	if (!tree_name_ok(name))
+		return KV_ERROR(-EINVAL, "tree name \"%s\": names are 1 to 64 of A-Z a-z 0-9 _ . -",
+				name);
+	if (!o) {
+		kv_tree_options_init(&def);
+		o = &def;
+	}
+	pthread_mutex_lock(&db->mu);
+	/* lead the writers: the tree list changes, and the leader reads it without the mutex */
+	lead_enter(db, &w);
+	if (db->bg_error) {
+		r = db->bg_error;
+		goto out;
+	}
+	vt = vs_tree_by_name(db->vs, name);
+	if (vt) {
+		t = db_tree_by_id(db, vt->id);
+	} else {
+		struct version_edit e;
+		edit_init(&e);
+		e.tree = db->vs->next_tree;
+		e.tree_name = xstrdup(name);
+		e.has_log_number = 1;
+		e.log_number = db->wal_number;  /* nothing of it is in older logs */
+		r = vs_log_and_apply(db->vs, &e);
+		edit_free(&e);
+		if (r < 0)
+			goto out;
+		t = tree_attach(db, vs_tree_by_name(db->vs, name));
+	}
+	t->compression_level = o->compression_level >= 0 ? o->compression_level
+							  : db->opt.compression_level;
+	if (t->compression_level > 22)
+		t->compression_level = 22;
+	t->filter = o->compaction_filter;
+	*out = t;
+out:
+	lead_leave(db, &w);
+	pthread_mutex_unlock(&db->mu);
 	return r;
+}
+
+int kv_tree_drop(struct kv_db *db, struct kv_tree *t)
+{
+	struct version_edit e;
+	struct writer w;
+	int r;
+
+	if (!t || t->id == 0)
+		return KV_ERROR(-EINVAL, "the default tree cannot be dropped");
+	pthread_mutex_lock(&db->mu);
+	lead_enter(db, &w);
+	/* a flush or compaction of it may be running: let it finish first */
+	while (t->imm || (db->manual && db->manual->tree == t) || db->compacting)
+		pthread_cond_wait(&db->bg_cv, &db->mu);
+	if (t->dropped) {
+		r = 0;
+		goto out;
+	}
+	edit_init(&e);
+	e.tree = t->id;
+	e.drop_tree = 1;
+	r = vs_log_and_apply(db->vs, &e);
+	edit_free(&e);
+	if (r == 0) {
+		t->dropped = 1;
+		db_delete_obsolete_files(db);
+	}
+out:
+	lead_leave(db, &w);
+	pthread_mutex_unlock(&db->mu);
+	return r;
+}
+
+int kv_tree_list(struct kv_db *db, char ***names, size_t *n)
+{
+	pthread_mutex_lock(&db->mu);
+	*names = xmalloc((db->ntrees + 1) * sizeof(char *));
+	*n = 0;
+	for (size_t i = 0; i < db->ntrees; i++)
+		if (!db->trees[i]->dropped)
+			(*names)[(*n)++] = xstrdup(db->trees[i]->vt->name);
+	pthread_mutex_unlock(&db->mu);
+	return 0;
+}
+
+const char *kv_tree_name(const struct kv_tree *t)
+{
+	return t->vt->name;
 }
 
 int kv_destroy(const char *dir, struct kv_env *env)

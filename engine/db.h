@@ -36,9 +36,26 @@ struct snapshot_node {
 	struct snapshot_node *prev, *next;
 };
 
+/*
+ * A tree's in-memory half: its memtables and run-time settings.  Its files
+ * are in vt (version.h).  mem is replaced only by the write leader under mu.
+ */
+struct kv_tree {
+	uint32_t id;
+	struct vtree *vt;
+	struct memtable *mem;          /* active */
+	struct memtable *imm;          /* being flushed, or NULL */
+	uint64_t imm_log_boundary;     /* the log that began when imm was switched out */
+	int compression_level;
+	struct kv_compaction_filter *filter;
+	int dropped;
+};
+
 /* A request from kv_compact_range, served by the compaction thread. */
 struct manual_compaction {
+	struct kv_tree *tree;
 	int level;
+	int in_place;                  /* rewrite the level into itself (the bottom one) */
 	struct buf lo, hi;
 	int has_lo, has_hi;
 	int done;
@@ -55,9 +72,8 @@ struct kv_db {
 	pthread_cond_t bg_cv;          /* signalled when a flush or compaction finishes */
 	pthread_cond_t work_cv;        /* wakes the background threads */
 
-	struct memtable *mem;          /* active memtable; its log is wal_number */
-	struct memtable *imm;          /* being flushed, or NULL */
-	uint64_t imm_log_number;
+	struct kv_tree **trees;        /* every tree ever opened, dropped ones too */
+	size_t ntrees;
 	struct wal_writer *wal;
 	uint64_t wal_number;
 	uint64_t last_seq;             /* atomic: loads with acquire */
@@ -86,8 +102,9 @@ struct kv_db {
 /* compaction.c */
 void *db_flush_main(void *arg);
 void *db_compact_main(void *arg);
-/* Write a memtable to a new level-0 table; adds it to edit. REQUIRES mu held (released inside). */
-int db_write_level0(struct kv_db *db, struct memtable *m, struct version_edit *edit);
+/* Write a memtable to a new level-0 table of t; adds it to edit. REQUIRES mu held (released inside). */
+int db_write_level0(struct kv_db *db, struct kv_tree *t, struct memtable *m,
+		    struct version_edit *edit);
 void db_delete_obsolete_files(struct kv_db *db);
 uint64_t db_oldest_snapshot(struct kv_db *db);
 void db_pending_add(struct kv_db *db, uint64_t number);
@@ -95,6 +112,8 @@ void db_pending_remove(struct kv_db *db, uint64_t number);
 int db_needs_compaction(struct kv_db *db);
 
 /* db.c */
+struct kv_tree *db_tree(struct kv_db *db, const struct kv_tree *t);  /* NULL -> default */
+struct kv_tree *db_tree_by_id(struct kv_db *db, uint32_t id);
 void db_log(struct kv_db *db, enum kv_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static inline uint64_t db_last_seq(struct kv_db *db)

@@ -33,8 +33,9 @@ struct kv_iter {
 	struct memtable *mem, *imm;
 	struct version *v;
 	uint64_t seq;
-	struct rdel_set *tombs;
+	struct rdel_set *tombs;              /* the memtables' tombstones at the snapshot */
 	struct rdel_cursor cursor;
+	struct rdel_cursor vcursor;          /* over the version's (cached) tombstones */
 	struct buf lower, upper;
 	int has_lower, has_upper;
 	int reverse;
@@ -74,9 +75,7 @@ struct kv_iter *kv_iter_new(struct kv_db *db, const struct kv_read_options *ro)
 	struct iter **children;
 	size_t n = 0;
 	struct rtomb *t = NULL;
-	size_t nt = 0, cap = 0, npins = 0;
-	struct cache_handle **pins = NULL;
-	struct slice lo, hi;
+	size_t nt = 0, cap = 0;
 	int fill;
 
 	if (!ro)
@@ -91,17 +90,16 @@ struct kv_iter *kv_iter_new(struct kv_db *db, const struct kv_read_options *ro)
 		buf_set(&it->upper, ro->upper, ro->upper_len);
 		it->has_upper = 1;
 	}
-	lo = buf_slice(&it->lower);
-	hi = buf_slice(&it->upper);
 
 	pthread_mutex_lock(&db->mu);
+	struct kv_tree *tree = db_tree(db, ro->tree);
 	it->seq = ro->snapshot ? ((const struct snapshot_node *)ro->snapshot)->seq : db_last_seq(db);
-	it->mem = db->mem;
+	it->mem = tree->mem;
 	mem_ref(it->mem);
-	it->imm = db->imm;
+	it->imm = tree->imm;
 	if (it->imm)
 		mem_ref(it->imm);
-	it->v = db->vs->current;
+	it->v = tree->vt->current;
 	version_ref(it->v);
 	pthread_mutex_unlock(&db->mu);
 
@@ -117,16 +115,16 @@ struct kv_iter *kv_iter_new(struct kv_db *db, const struct kv_read_options *ro)
 	it->merged = merge_iter_new(children, n, ikey_cmp_fn);
 	free(children);
 
+	/*
+	 * The memtables' tombstones are gathered here (few: they are bounded by
+	 * the write buffer); the tables' come fragmented once per version.
+	 */
 	collect_mem(it->mem, it->seq, &t, &nt, &cap);
 	collect_mem(it->imm, it->seq, &t, &nt, &cap);
-	version_collect_range_dels(it->v, it->has_lower ? &lo : NULL, it->has_upper ? &hi : NULL,
-				   &t, &nt, &cap, &pins, &npins);
 	it->tombs = rdel_set_build(t, nt, it->seq, 1);
-	for (size_t i = 0; i < npins; i++)
-		tcache_release(db->tc, pins[i]);
-	free(pins);
 	free(t);
 	rdel_cursor_init(&it->cursor, it->tombs);
+	rdel_cursor_init(&it->vcursor, version_range_dels(it->v));
 	return it;
 }
 
@@ -166,7 +164,9 @@ void kv_iter_free(struct kv_iter *it)
 	if (it->imm)
 		mem_unref(it->imm);
 	pthread_mutex_lock(&db->mu);
-	version_unref(it->v);
+	/* the last reader of a replaced version releases the tables only it used */
+	if (version_unref(it->v))
+		db_delete_obsolete_files(db);
 	pthread_mutex_unlock(&db->mu);
 	buf_free(&it->lower);
 	buf_free(&it->upper);
@@ -174,6 +174,19 @@ void kv_iter_free(struct kv_iter *it)
 	buf_free(&it->saved_value);
 	buf_free(&it->seek_key);
 	free(it);
+}
+
+/*
+ * The newest tombstone visible at the snapshot covering uk, from the
+ * memtables or the tables, and its fragment (for skipping); 0 if none.
+ */
+static uint64_t covering(struct kv_iter *it, struct slice uk, const struct rdel_frag **fr)
+{
+	uint64_t a = rdel_cursor_covering(&it->cursor, uk, it->seq);
+	uint64_t b = rdel_cursor_covering(&it->vcursor, uk, it->seq);
+
+	*fr = a >= b ? rdel_cursor_frag(&it->cursor) : rdel_cursor_frag(&it->vcursor);
+	return a >= b ? a : b;
 }
 
 static int above_upper(struct kv_iter *it, struct slice uk)
@@ -187,25 +200,34 @@ static int below_lower(struct kv_iter *it, struct slice uk)
 }
 
 /*
- * uk@seq is covered by a visible tombstone: seek every source that holds
- * nothing newer than that tombstone past the fragment.  Returns 1 if some
- * source moved (the merge is re-heaped and its top may have changed).
+ * uk@seq is covered by a visible tombstone: move every source that holds
+ * nothing newer than that tombstone out of the fragment, forward to its end
+ * or backward to just before its start.  Returns 1 if some source moved
+ * (the merge is re-heaped and its top may have changed).
  */
-static int skip_fragment(struct kv_iter *it, const struct rdel_frag *fr, uint64_t tomb)
+static int skip_fragment(struct kv_iter *it, const struct rdel_frag *fr, uint64_t tomb,
+			 int backward)
 {
 	struct iter **ch;
 	size_t n = merge_iter_children(it->merged, &ch);
 	int moved = 0;
 
 	buf_clear(&it->seek_key);
-	ikey_append(&it->seek_key, fr->end, SEQ_MAX, KT_SEEK);
+	ikey_append(&it->seek_key, backward ? fr->start : fr->end, SEQ_MAX, KT_SEEK);
 	for (size_t i = 0; i < n; i++) {
 		struct iter *c = ch[i];
 		if (!c->ops->max_seq || !iter_valid(c) || c->ops->max_seq(c) >= tomb)
 			continue;
-		if (slice_cmp(ikey_user(iter_key(c)), fr->end) >= 0)
+		struct slice uk = ikey_user(iter_key(c));
+		if (backward ? slice_cmp(uk, fr->start) < 0 : slice_cmp(uk, fr->end) >= 0)
 			continue;
 		iter_seek(c, buf_slice(&it->seek_key));
+		if (backward) {
+			if (iter_valid(c))
+				iter_prev(c);
+			else if (!iter_status(c))
+				iter_seek_last(c);
+		}
 		moved = 1;
 	}
 	if (moved)
@@ -243,12 +265,12 @@ static void find_next(struct kv_iter *it, int skipping)
 		}
 		if (above_upper(it, uk))
 			return;
-		tomb = rdel_cursor_covering(&it->cursor, uk, it->seq);
+		const struct rdel_frag *fr;
+		tomb = covering(it, uk, &fr);
 		if (tomb > seq) {
-			const struct rdel_frag *fr = rdel_cursor_frag(&it->cursor);
 			buf_set(&it->saved_key, uk.data, uk.len);
 			skipping = 1;
-			if (fr && skip_fragment(it, fr, tomb))
+			if (fr && skip_fragment(it, fr, tomb, 0))
 				continue;
 		} else if (ikey_type(ik) == KT_DELETE) {
 			buf_set(&it->saved_key, uk.data, uk.len);
@@ -290,8 +312,13 @@ static void find_prev(struct kv_iter *it)
 				have = 0;
 				break;
 			}
-			if (ikey_type(ik) == KT_DELETE ||
-			    rdel_cursor_covering(&it->cursor, uk, it->seq) > seq) {
+			const struct rdel_frag *fr;
+			uint64_t tomb = covering(it, uk, &fr);
+			if (tomb > seq) {
+				have = 0;
+				if (fr && skip_fragment(it, fr, tomb, 1))
+					continue;
+			} else if (ikey_type(ik) == KT_DELETE) {
 				have = 0;
 			} else if (!above_upper(it, uk)) {
 				struct slice v = iter_value(m);

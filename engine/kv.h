@@ -35,6 +35,7 @@ struct kv_db;
 struct kv_batch;
 struct kv_iter;
 struct kv_snapshot;
+struct kv_tree;         /* one LSM tree of the database (see "Trees" below) */
 struct kv_env;          /* file I/O; see engine/env.h, which tests replace */
 
 /* Largest key and value the engine accepts (-E2BIG beyond). */
@@ -119,6 +120,13 @@ void kv_batch_clear(struct kv_batch *b);
 int kv_batch_put(struct kv_batch *b, const void *key, size_t klen, const void *val, size_t vlen);
 int kv_batch_delete(struct kv_batch *b, const void *key, size_t klen);
 int kv_batch_delete_range(struct kv_batch *b, const void *start, size_t slen, const void *end, size_t elen);
+/* The same for a tree other than the default one (NULL: the default tree). */
+int kv_batch_put_tree(struct kv_batch *b, const struct kv_tree *t, const void *key, size_t klen,
+		      const void *val, size_t vlen);
+int kv_batch_delete_tree(struct kv_batch *b, const struct kv_tree *t, const void *key,
+			 size_t klen);
+int kv_batch_delete_range_tree(struct kv_batch *b, const struct kv_tree *t, const void *start,
+			       size_t slen, const void *end, size_t elen);
 size_t kv_batch_count(const struct kv_batch *b);   /* mutations in the batch */
 size_t kv_batch_bytes(const struct kv_batch *b);   /* its encoded size */
 
@@ -141,8 +149,12 @@ void kv_snapshot_release(struct kv_db *db, const struct kv_snapshot *snap);
  */
 int kv_get(struct kv_db *db, const struct kv_snapshot *snap, const void *key, size_t klen,
 	   char **val, size_t *vlen);
+/* The same in tree t (NULL: the default tree). */
+int kv_get_tree(struct kv_db *db, struct kv_tree *t, const struct kv_snapshot *snap,
+		const void *key, size_t klen, char **val, size_t *vlen);
 
 struct kv_read_options {
+	struct kv_tree *tree;                /* NULL: the default tree */
 	const struct kv_snapshot *snapshot;  /* NULL: the state when the iterator is created */
 	const void *lower; size_t lower_len; /* if lower != NULL: keys >= lower only */
 	const void *upper; size_t upper_len; /* if upper != NULL: keys < upper only */
@@ -171,13 +183,43 @@ const void *kv_iter_value(const struct kv_iter *it, size_t *vlen);
 /* 0, or the error that stopped the iterator (it is then not valid). */
 int kv_iter_status(const struct kv_iter *it);
 
-/* Flush the memtable to an SSTable and wait for it. */
+/*
+ * Trees.  A database holds one or more LSM trees, each with its own
+ * memtable, levels, compactions and settings; they share the write-ahead
+ * log, the manifest and the sequence numbers, so one batch may write to
+ * several trees and still commits atomically, and a snapshot covers all of
+ * them.  A scan of one tree never reads another tree's files.  Tree
+ * "default" always exists (NULL stands for it everywhere).  Names are
+ * [A-Za-z0-9_.-]{1,64}.  Handles stay valid until kv_close, even after a drop.
+ */
+struct kv_tree_options {
+	int compression_level;         /* zstd level 1..22 or 0; -1: the database's */
+	struct kv_compaction_filter *compaction_filter;  /* NULL: none */
+};
+void kv_tree_options_init(struct kv_tree_options *o);
+/*
+ * Open tree name, creating it (durably, before returning) if it does not
+ * exist.  Settings are not stored: each open gives them (the default tree's
+ * come from kv_options).  -EINVAL for a bad name.
+ */
+int kv_tree_open(struct kv_db *db, const char *name, const struct kv_tree_options *o,
+		 struct kv_tree **t);
+/* Drop a tree and all its data (one manifest record; its files are deleted). */
+int kv_tree_drop(struct kv_db *db, struct kv_tree *t);
+/* The names of the live trees: a malloc'd array of malloc'd strings. */
+int kv_tree_list(struct kv_db *db, char ***names, size_t *n);
+const char *kv_tree_name(const struct kv_tree *t);
+
+/* Flush every tree's memtable to SSTables and wait for it. */
 int kv_flush(struct kv_db *db);
 /*
  * Compact every file that overlaps [start, end) down to the last level and
  * wait.  NULL start/end: unbounded.  Drops deleted and overwritten data.
  */
 int kv_compact_range(struct kv_db *db, const void *start, size_t slen, const void *end, size_t elen);
+/* The same in tree t (NULL: the default tree). */
+int kv_compact_range_tree(struct kv_db *db, struct kv_tree *t, const void *start, size_t slen,
+			  const void *end, size_t elen);
 
 /*
  * Statistics and state for people, as text.  Names: "stats" (levels, files,
@@ -201,7 +243,7 @@ struct kv_stats {
 	uint64_t compactions;
 	uint64_t stall_micros;          /* time writers waited for flush or compaction */
 	uint64_t disk_bytes;            /* live SSTables + log, now */
-	int files_per_level[8];
+	int files_per_level[8];         /* over all trees */
 };
 void kv_get_stats(struct kv_db *db, struct kv_stats *st);
 

@@ -345,6 +345,5 @@ void merge_iter_reheap(struct iter *it)
 	struct merge_iter *m = to_merge(it);
 
 	assert(it->ops == &merge_ops);
-	assert(m->dir == FORWARD);
-	rebuild(m, FORWARD);
+	rebuild(m, m->dir);
 }

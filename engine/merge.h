@@ -29,9 +29,9 @@ struct iter *merge_iter_new(struct iter **children, size_t n, key_cmp_fn cmp);
 size_t merge_iter_children(struct iter *it, struct iter ***children);
 /*
  * After the caller moved some children directly (for example seeking those
- * inside a deleted range to its end), rebuild the forward heap.
- * REQUIRES: the iterator is moving forward and every moved child was sought
- * to a key >= the current key.
+ * inside a deleted range past it), rebuild the heap of the current direction.
+ * REQUIRES: every moved child was sought, in the direction of travel, to a
+ * key >= the current key (forward) or <= it (backward).
  */
 void merge_iter_reheap(struct iter *it);
 

@@ -16,6 +16,9 @@ enum {
 	TAG_DELETED_FILE = 5,
 	TAG_NEW_FILE = 6,
 	TAG_FORMAT = 7,
+	TAG_TREE = 8,
+	TAG_DROP_TREE = 9,
+	TAG_NEXT_TREE = 10,
 };
 
 /* The version of the manifest and of everything it describes (logs, tables). */
@@ -60,6 +63,7 @@ void edit_free(struct version_edit *e)
 	free(e->dels);
 	for (int i = 0; i < e->ncp; i++)
 		buf_free(&e->cp_key[i]);
+	free(e->tree_name);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -105,6 +109,17 @@ void edit_encode(const struct version_edit *e, struct buf *out)
 	if (e->has_format) {
 		buf_put_varint32(out, TAG_FORMAT);
 		buf_put_varint32(out, e->format);
+	}
+	if (e->tree_name) {
+		buf_put_varint32(out, TAG_TREE);
+		buf_put_varint32(out, e->tree);
+		buf_put_lenprefixed(out, slice_str(e->tree_name));
+	}
+	if (e->drop_tree)
+		buf_put_varint32(out, TAG_DROP_TREE);
+	if (e->has_next_tree) {
+		buf_put_varint32(out, TAG_NEXT_TREE);
+		buf_put_varint32(out, e->next_tree);
 	}
 	if (e->has_log_number) {
 		buf_put_varint32(out, TAG_LOG_NUMBER);
@@ -166,6 +181,21 @@ int edit_decode(struct version_edit *e, struct slice rec, const char *name)
 						"reads version %u", name, (unsigned)f,
 						ENGINE_FORMAT_VERSION);
 			}
+			break;
+		case TAG_TREE:
+			if (e->tree_name || !(p = dec_varint32(p, limit, &e->tree)) ||
+			    !(p = dec_lenprefixed(p, limit, &a)) || a.len == 0 || a.len > 64 ||
+			    memchr(a.data, 0, a.len))
+				goto bad;
+			e->tree_name = xmemdup(a.data, a.len);
+			break;
+		case TAG_DROP_TREE:
+			e->drop_tree = 1;
+			break;
+		case TAG_NEXT_TREE:
+			if (!(p = dec_varint32(p, limit, &e->next_tree)))
+				goto bad;
+			e->has_next_tree = 1;
 			break;
 		case TAG_LOG_NUMBER:
 			if (!(p = dec_varint64(p, limit, &e->log_number)))
@@ -354,11 +384,12 @@ struct iter *tcache_iter(struct table_cache *tc, const struct file_meta *f, int 
 
 /* ------------------------------------------------------------ versions */
 
-static struct version *version_new(struct version_set *vs)
+static struct version *version_new(struct version_set *vs, struct vtree *t)
 {
 	struct version *v = xcalloc(1, sizeof(*v));
 
 	v->vs = vs;
+	v->tree = t;
 	v->refs = 1;
 	/* link into the live list */
 	v->next = &vs->live;
@@ -374,10 +405,10 @@ void version_ref(struct version *v)
 }
 
 /* REQUIRES: db mutex (the live list changes). */
-void version_unref(struct version *v)
+int version_unref(struct version *v)
 {
 	if (__atomic_sub_fetch(&v->refs, 1, __ATOMIC_ACQ_REL) != 0)
-		return;
+		return 0;
 	v->prev->next = v->next;
 	v->next->prev = v->prev;
 	for (int l = 0; l < NUM_LEVELS; l++) {
@@ -385,7 +416,9 @@ void version_unref(struct version *v)
 			fm_unref(v->files[l][i]);
 		free(v->files[l]);
 	}
+	rdel_set_free(v->rdels);
 	free(v);
+	return 1;
 }
 
 uint64_t version_level_bytes(const struct version *v, int level)
@@ -455,10 +488,10 @@ static int deleted_in(const struct version_edit *e, int level, uint64_t number)
  * base + edit -> a new version.  Checks the level invariant: files of a level
  * >= 1 must not overlap (in internal-key order); a violation is corruption.
  */
-static int version_apply(struct version_set *vs, const struct version *base,
+static int version_apply(struct version_set *vs, struct vtree *t, const struct version *base,
 			 const struct version_edit *e, struct version **out)
 {
-	struct version *v = version_new(vs);
+	struct version *v = version_new(vs, t);
 
 	for (int l = 0; l < NUM_LEVELS; l++) {
 		for (size_t i = 0; base && i < base->nfiles[l]; i++) {
@@ -469,9 +502,12 @@ static int version_apply(struct version_set *vs, const struct version *base,
 	}
 	for (size_t i = 0; i < e->nadds; i++)
 		version_add(v, e->adds[i].level, e->adds[i].f);
-	qsort(v->files[0], v->nfiles[0], sizeof(struct file_meta *), cmp_l0);
+	if (v->nfiles[0] > 1)
+		qsort(v->files[0], v->nfiles[0], sizeof(struct file_meta *), cmp_l0);
 	for (int l = 1; l < NUM_LEVELS; l++) {
-		qsort(v->files[l], v->nfiles[l], sizeof(struct file_meta *), cmp_smallest);
+		if (v->nfiles[l] > 1)
+			qsort(v->files[l], v->nfiles[l], sizeof(struct file_meta *),
+			      cmp_smallest);
 		for (size_t i = 1; i < v->nfiles[l]; i++) {
 			if (ikey_cmp(buf_slice(&v->files[l][i - 1]->largest),
 				     buf_slice(&v->files[l][i]->smallest)) >= 0) {
@@ -489,6 +525,49 @@ static int version_apply(struct version_set *vs, const struct version *base,
 
 /* ------------------------------------------------------------ version set */
 
+static struct vtree *vtree_new(struct version_set *vs, uint32_t id, const char *name)
+{
+	struct vtree *t = xcalloc(1, sizeof(*t));
+	struct version_edit e;
+
+	t->id = id;
+	t->name = xstrdup(name);
+	edit_init(&e);
+	version_apply(vs, t, NULL, &e, &t->current);
+	edit_free(&e);
+	vs->trees = xrealloc(vs->trees, (vs->ntrees + 1) * sizeof(*vs->trees));
+	vs->trees[vs->ntrees++] = t;
+	if (id >= vs->next_tree)
+		vs->next_tree = id + 1;
+	return t;
+}
+
+struct vtree *vs_tree(struct version_set *vs, uint32_t id)
+{
+	for (size_t i = 0; i < vs->ntrees; i++)
+		if (vs->trees[i]->id == id)
+			return vs->trees[i];
+	return NULL;
+}
+
+struct vtree *vs_tree_by_name(struct version_set *vs, const char *name)
+{
+	for (size_t i = 0; i < vs->ntrees; i++)
+		if (!vs->trees[i]->dropped && !strcmp(vs->trees[i]->name, name))
+			return vs->trees[i];
+	return NULL;
+}
+
+uint64_t vs_min_log_number(struct version_set *vs)
+{
+	uint64_t m = UINT64_MAX;
+
+	for (size_t i = 0; i < vs->ntrees; i++)
+		if (!vs->trees[i]->dropped && vs->trees[i]->log_number < m)
+			m = vs->trees[i]->log_number;
+	return m;
+}
+
 struct version_set *vs_new(const char *dir, struct kv_env *env, const struct kv_options *opt,
 			   struct table_cache *tc)
 {
@@ -500,6 +579,7 @@ struct version_set *vs_new(const char *dir, struct kv_env *env, const struct kv_
 	vs->tc = tc;
 	vs->live.next = vs->live.prev = &vs->live;
 	vs->next_file = 2;
+	vtree_new(vs, 0, "default");
 	return vs;
 }
 
@@ -507,12 +587,18 @@ void vs_free(struct version_set *vs)
 {
 	if (!vs)
 		return;
-	if (vs->current)
-		version_unref(vs->current);
+	for (size_t i = 0; i < vs->ntrees; i++) {
+		struct vtree *t = vs->trees[i];
+		if (t->current)
+			version_unref(t->current);
+		for (int l = 0; l < NUM_LEVELS; l++)
+			buf_free(&t->compact_pointer[l]);
+		free(t->name);
+		free(t);
+	}
+	free(vs->trees);
 	if (vs->manifest)
 		wal_writer_free(vs->manifest);
-	for (int l = 0; l < NUM_LEVELS; l++)
-		buf_free(&vs->compact_pointer[l]);
 	free(vs->dir);
 	free(vs);
 }
@@ -524,11 +610,51 @@ uint64_t vs_new_file_number(struct version_set *vs)
 
 void vs_init_empty(struct version_set *vs)
 {
-	struct version_edit e;
+	(void)vs;  /* vs_new made the empty default tree */
+}
 
-	edit_init(&e);
-	version_apply(vs, NULL, &e, &vs->current);
-	edit_free(&e);
+/*
+ * Apply one edit to the tree it names (creating or dropping it), without
+ * logging.  On failure nothing changes.
+ */
+static int apply_edit(struct version_set *vs, struct version_edit *e, const char *name)
+{
+	struct vtree *t = vs_tree(vs, e->tree);
+	struct version *v;
+	int r;
+
+	if (!t) {
+		if (!e->tree_name)
+			return KV_CORRUPT("%s: an edit names tree %u, which does not exist", name,
+					  (unsigned)e->tree);
+		t = vtree_new(vs, e->tree, e->tree_name);
+	}
+	if (t->dropped)
+		return KV_CORRUPT("%s: an edit names dropped tree %u", name, (unsigned)e->tree);
+	r = version_apply(vs, t, t->current, e, &v);
+	if (r < 0)
+		return r;
+	for (int i = 0; i < e->ncp; i++)
+		buf_set(&t->compact_pointer[e->cp_level[i]], e->cp_key[i].data, e->cp_key[i].len);
+	if (e->has_log_number)
+		t->log_number = e->log_number;
+	if (e->has_last_seq)
+		vs->last_seq = e->last_seq;
+	if (e->has_next_file && e->next_file > vs->next_file)
+		vs->next_file = e->next_file;
+	if (e->has_next_tree && e->next_tree > vs->next_tree)
+		vs->next_tree = e->next_tree;
+	version_unref(t->current);
+	t->current = v;
+	if (e->drop_tree) {
+		struct version_edit none;
+		edit_init(&none);
+		t->dropped = 1;
+		version_unref(t->current);
+		version_apply(vs, t, NULL, &none, &t->current);
+		edit_free(&none);
+	}
+	return 0;
 }
 
 /*
@@ -560,7 +686,6 @@ static int manifest_tail_check(struct env_file *f, uint64_t size, struct wal_rea
 int vs_recover(struct version_set *vs)
 {
 	char *cur_path = xasprintf("%s/CURRENT", vs->dir), *current = NULL, *mpath = NULL;
-	struct version *v = NULL, *nv;
 	struct wal_reader *rd = NULL;
 	struct env_file *f = NULL;
 	struct version_edit e;
@@ -592,7 +717,6 @@ int vs_recover(struct version_set *vs)
 	    (r = env_open_read(vs->env, mpath, &f)) < 0)
 		goto out;
 	rd = wal_reader_new(f, msize, mpath);
-	v = version_new(vs);
 	for (int first = 1; (r = wal_read(rd, &rec)) > 0; first = 0) {
 		r = edit_decode(&e, rec, mpath);
 		if (r < 0)
@@ -602,17 +726,10 @@ int vs_recover(struct version_set *vs)
 			r = KV_CORRUPT("%s: the first record carries no format version", mpath);
 			goto out;
 		}
-		r = version_apply(vs, v, &e, &nv);
-		if (r == 0) {
-			version_unref(v);
-			v = nv;
-		}
-		if (e.has_next_file) { vs->next_file = e.next_file; have_next = 1; }
-		if (e.has_log_number) { vs->log_number = e.log_number; have_log = 1; }
-		if (e.has_last_seq) { vs->last_seq = e.last_seq; have_seq = 1; }
-		for (int i = 0; i < e.ncp; i++)
-			buf_set(&vs->compact_pointer[e.cp_level[i]], e.cp_key[i].data,
-				e.cp_key[i].len);
+		have_next |= e.has_next_file;
+		have_log |= e.has_log_number;
+		have_seq |= e.has_last_seq;
+		r = apply_edit(vs, &e, mpath);
 		edit_free(&e);
 		if (r < 0)
 			goto out;
@@ -628,31 +745,34 @@ int vs_recover(struct version_set *vs)
 		goto out;
 	}
 	/* every table must be there, with the size the manifest recorded */
-	for (int l = 0; l < NUM_LEVELS && r == 0; l++) {
-		for (size_t i = 0; i < v->nfiles[l]; i++) {
-			const struct file_meta *fm = v->files[l][i];
-			char *p = xasprintf("%s/%06llu.sst", vs->dir, (unsigned long long)fm->number);
-			uint64_t sz;
-			if (env_file_size(vs->env, p, &sz) < 0)
-				r = KV_CORRUPT("%s: table file is missing (named in %s)", p, mpath);
-			else if (sz != fm->size)
-				r = KV_CORRUPT("%s: size %llu, but the manifest says %llu", p,
-					       (unsigned long long)sz, (unsigned long long)fm->size);
-			free(p);
-			if (r < 0)
-				break;
+	for (size_t ti = 0; ti < vs->ntrees && r == 0; ti++) {
+		struct version *v = vs->trees[ti]->current;
+		for (int l = 0; l < NUM_LEVELS && r == 0; l++) {
+			for (size_t i = 0; i < v->nfiles[l]; i++) {
+				const struct file_meta *fm = v->files[l][i];
+				char *p = xasprintf("%s/%06llu.sst", vs->dir,
+						    (unsigned long long)fm->number);
+				uint64_t sz;
+				if (env_file_size(vs->env, p, &sz) < 0)
+					r = KV_CORRUPT("%s: table file is missing (named in %s)", p,
+						       mpath);
+				else if (sz != fm->size)
+					r = KV_CORRUPT("%s: size %llu, but the manifest says %llu", p,
+						       (unsigned long long)sz,
+						       (unsigned long long)fm->size);
+				free(p);
+				if (r < 0)
+					break;
+			}
 		}
 	}
 	if (r < 0)
 		goto out;
-	if (vs->next_file <= vs->log_number)
-		vs->next_file = vs->log_number + 1;
-	vs->current = v;
-	v = NULL;
+	for (size_t ti = 0; ti < vs->ntrees; ti++)
+		if (vs->next_file <= vs->trees[ti]->log_number)
+			vs->next_file = vs->trees[ti]->log_number + 1;
 	r = 0;
 out:
-	if (v)
-		version_unref(v);
 	if (rd)
 		wal_reader_free(rd);
 	if (f)
@@ -663,15 +783,19 @@ out:
 	return r;
 }
 
-/* The whole state as one edit. */
-static void snapshot_edit(struct version_set *vs, struct version_edit *e)
+/* One tree's whole state as one edit; the first also carries the global fields. */
+static void snapshot_edit(struct version_set *vs, struct vtree *t, int first,
+			  struct version_edit *e)
 {
-	const struct version *v = vs->current;
+	const struct version *v = t->current;
 
 	edit_init(e);
+	e->tree = t->id;
+	if (t->id != 0)
+		e->tree_name = xstrdup(t->name);
 	for (int l = 0; l < NUM_LEVELS; l++) {
-		if (vs->compact_pointer[l].len)
-			edit_set_compact_pointer(e, l, buf_slice(&vs->compact_pointer[l]));
+		if (t->compact_pointer[l].len)
+			edit_set_compact_pointer(e, l, buf_slice(&t->compact_pointer[l]));
 		for (size_t i = 0; i < v->nfiles[l]; i++) {
 			struct file_meta *f = v->files[l][i];
 			e->adds = xrealloc(e->adds, (e->nadds + 1) * sizeof(*e->adds));
@@ -681,14 +805,18 @@ static void snapshot_edit(struct version_set *vs, struct version_edit *e)
 			e->nadds++;
 		}
 	}
+	e->has_log_number = 1;
+	e->log_number = t->log_number;
+	if (!first)
+		return;
 	e->has_format = 1;
 	e->format = ENGINE_FORMAT_VERSION;
-	e->has_log_number = 1;
-	e->log_number = vs->log_number;
 	e->has_next_file = 1;
 	e->next_file = vs->next_file;
 	e->has_last_seq = 1;
 	e->last_seq = vs->last_seq;
+	e->has_next_tree = 1;
+	e->next_tree = vs->next_tree;
 }
 
 int vs_new_manifest(struct version_set *vs)
@@ -708,10 +836,18 @@ int vs_new_manifest(struct version_set *vs)
 	if (r < 0)
 		goto out;
 	w = wal_writer_new(f);
-	snapshot_edit(vs, &e);
-	edit_encode(&e, &rec);
-	edit_free(&e);
-	if ((r = wal_add(w, buf_slice(&rec))) < 0 || (r = wal_sync(w)) < 0)
+	/* the default tree first: its record carries the format and the global fields */
+	for (size_t i = 0; i < vs->ntrees && r == 0; i++) {
+		struct vtree *t = vs->trees[i];
+		if (t->dropped)
+			continue;
+		snapshot_edit(vs, t, i == 0, &e);
+		buf_clear(&rec);
+		edit_encode(&e, &rec);
+		edit_free(&e);
+		r = wal_add(w, buf_slice(&rec));
+	}
+	if (r < 0 || (r = wal_sync(w)) < 0)
 		goto out;
 	/* CURRENT switches atomically: temporary file, fsync, rename, directory fsync */
 	if ((r = env_write_file(vs->env, tmp, line, strlen(line), NULL)) < 0 ||
@@ -737,39 +873,42 @@ out:
 
 int vs_log_and_apply(struct version_set *vs, struct version_edit *e)
 {
-	struct version *v;
+	struct vtree *t = vs_tree(vs, e->tree);
 	struct buf rec = BUF_INIT;
 	int r;
 
-	if (!e->has_log_number) {
+	if (t && t->dropped)
+		return KV_ERROR(-ENOENT, "tree %s was dropped", t->name);
+	if (t && !e->has_log_number) {
 		e->has_log_number = 1;
-		e->log_number = vs->log_number;
+		e->log_number = t->log_number;
 	}
+	if (t && t->id != 0 && !e->tree_name)
+		e->tree_name = xstrdup(t->name);
 	e->has_next_file = 1;
 	e->next_file = vs->next_file;
+	e->has_next_tree = 1;
+	e->next_tree = vs->next_tree > e->tree ? vs->next_tree : e->tree + 1;
 	if (!e->has_last_seq) {
 		e->has_last_seq = 1;
 		e->last_seq = vs->last_seq;
 	}
-	r = version_apply(vs, vs->current, e, &v);
-	if (r < 0)
-		return r;
+	if (t) {
+		/* check the result before logging it: a broken level invariant is a bug */
+		struct version *v;
+		r = version_apply(vs, t, t->current, e, &v);
+		if (r < 0)
+			return r;
+		version_unref(v);
+	}
 	edit_encode(e, &rec);
 	r = wal_add(vs->manifest, buf_slice(&rec));
 	if (r == 0)
 		r = wal_sync(vs->manifest);
 	buf_free(&rec);
-	if (r < 0) {
-		version_unref(v);
+	if (r < 0)
 		return r;
-	}
-	for (int i = 0; i < e->ncp; i++)
-		buf_set(&vs->compact_pointer[e->cp_level[i]], e->cp_key[i].data, e->cp_key[i].len);
-	vs->log_number = e->log_number;
-	vs->last_seq = e->last_seq;
-	version_unref(vs->current);
-	vs->current = v;
-	return 0;
+	return apply_edit(vs, e, "manifest");
 }
 
 uint64_t *vs_live_files(struct version_set *vs, size_t *n)
@@ -917,6 +1056,30 @@ restart:
 	buf_free(&blo);
 	buf_free(&bhi);
 	return out;
+}
+
+const struct rdel_set *version_range_dels(struct version *v)
+{
+	struct rdel_set *s = __atomic_load_n(&v->rdels, __ATOMIC_ACQUIRE), *expected = NULL;
+	struct cache_handle **pins = NULL;
+	struct rtomb *t = NULL;
+	size_t n = 0, cap = 0, npins = 0;
+
+	if (s)
+		return s;
+	version_collect_range_dels(v, NULL, NULL, &t, &n, &cap, &pins, &npins);
+	s = rdel_set_build(t, n, SEQ_MAX, 0);
+	for (size_t i = 0; i < npins; i++)
+		tcache_release(v->vs->tc, pins[i]);
+	free(pins);
+	free(t);
+	/* two readers may race to build it: the first to publish wins */
+	if (!__atomic_compare_exchange_n(&v->rdels, &expected, s, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		rdel_set_free(s);
+		s = expected;
+	}
+	return s;
 }
 
 void version_collect_range_dels(struct version *v, const struct slice *lo, const struct slice *hi,
@@ -1146,20 +1309,8 @@ struct iter *level_iter_new(struct version *v, int level, int fill_cache)
 
 int vs_apply_only(struct version_set *vs, struct version_edit *e)
 {
-	struct version *v;
-	int r = version_apply(vs, vs->current, e, &v);
-
-	if (r < 0)
-		return r;
-	if (e->has_log_number)
-		vs->log_number = e->log_number;
-	if (e->has_last_seq)
-		vs->last_seq = e->last_seq;
-	version_unref(vs->current);
-	vs->current = v;
-	return 0;
+	return apply_edit(vs, e, "recovery");
 }
-
 int vs_check_manifest(struct version_set *vs,
 		      void (*report)(void *arg, const char *file, uint64_t off, const char *msg),
 		      void *arg)

@@ -29,6 +29,12 @@
  *     7 format version   varint32 (1); the first record of every manifest has
  *                        it, and a version this code does not know is refused
  *                        (-EPROTONOSUPPORT) rather than misread
+ *     8 tree             varint32 id, lenprefixed name: the tree that tags 1,
+ *                        4, 5 and 6 of this record concern (created if new);
+ *                        without it, tree 0 ("default")
+ *     9 drop tree        (no fields) the record's tree is dropped
+ *    10 next tree id     varint32
+ * Tags 1 (log number), 4, 5, 6 are per tree; 2, 3 and 10 are global.
  *
  * Versions are reference counted; readers and iterators hold the version
  * they started with, so its files are not deleted under them.
@@ -67,9 +73,11 @@ static inline struct slice fm_largest_user(const struct file_meta *f)
 }
 
 struct version_set;
+struct vtree;
 
 struct version {
 	struct version_set *vs;
+	struct vtree *tree;       /* the tree whose files these are */
 	int refs;                 /* atomic */
 	struct file_meta **files[NUM_LEVELS];
 	size_t nfiles[NUM_LEVELS];
@@ -77,6 +85,7 @@ struct version {
 	double score;
 	int score_level;
 	struct version *prev, *next;   /* live versions list (db mutex) */
+	struct rdel_set *rdels;        /* every table's tombstones, built at first use (atomic) */
 };
 
 struct file_add {
@@ -89,8 +98,11 @@ struct file_del {
 };
 
 struct version_edit {
-	int has_format, has_log_number, has_next_file, has_last_seq;
-	uint32_t format;
+	uint32_t tree;                /* the tree the per-tree fields concern (0: default) */
+	char *tree_name;              /* with tag 8: the tree's name (created if unknown) */
+	int drop_tree;
+	int has_format, has_log_number, has_next_file, has_last_seq, has_next_tree;
+	uint32_t format, next_tree;
 	uint64_t log_number, next_file, last_seq;
 	struct file_add *adds;
 	size_t nadds;
@@ -125,20 +137,43 @@ void tcache_evict(struct table_cache *tc, uint64_t number);
 /* An iterator over one table that keeps it pinned. */
 struct iter *tcache_iter(struct table_cache *tc, const struct file_meta *f, int fill_cache);
 
+/*
+ * One LSM tree of the database.  Every tree has its own levels, memtables
+ * and compactions; all share the log, the manifest, the sequence numbers and
+ * the file numbers, so a batch touching several trees commits atomically.
+ * Tree 0, "default", always exists.  Trees are never freed before the
+ * version set: a dropped tree keeps its struct (with no files) so handles to
+ * it stay safe.
+ */
+struct vtree {
+	uint32_t id;
+	char *name;
+	int dropped;
+	struct version *current;
+	struct buf compact_pointer[NUM_LEVELS];
+	uint64_t log_number;          /* this tree's writes in older logs are all in tables */
+};
+
 struct version_set {
 	char *dir;
 	struct kv_env *env;
 	const struct kv_options *opt;
 	struct table_cache *tc;
 	uint64_t next_file;
-	uint64_t log_number;          /* logs below this are no longer needed */
 	uint64_t last_seq;            /* as recorded in the manifest */
 	uint64_t manifest_number;
+	uint32_t next_tree;           /* ids are never reused: old logs may name dropped ones */
 	struct wal_writer *manifest;
-	struct version *current;
+	struct vtree **trees;         /* index = position, not id */
+	size_t ntrees;
 	struct version live;          /* list head of live versions */
-	struct buf compact_pointer[NUM_LEVELS];
 };
+
+/* The tree with this id (dropped ones too), or NULL. */
+struct vtree *vs_tree(struct version_set *vs, uint32_t id);
+struct vtree *vs_tree_by_name(struct version_set *vs, const char *name);
+/* The smallest log number any live tree still needs. */
+uint64_t vs_min_log_number(struct version_set *vs);
 
 struct version_set *vs_new(const char *dir, struct kv_env *env, const struct kv_options *opt,
 			   struct table_cache *tc);
@@ -148,7 +183,7 @@ void vs_free(struct version_set *vs);
  * CURRENT, -EUCLEAN if the manifest is damaged or a table it names is missing.
  */
 int vs_recover(struct version_set *vs);
-/* Start a database: an empty version (no I/O; vs_write_snapshot follows). */
+/* Start a database: only the empty default tree (no I/O; vs_new_manifest follows). */
 void vs_init_empty(struct version_set *vs);
 /*
  * Apply edit to the current version, append it to the manifest and fsync; on
@@ -163,7 +198,8 @@ int vs_new_manifest(struct version_set *vs);
 uint64_t vs_new_file_number(struct version_set *vs);
 
 void version_ref(struct version *v);
-void version_unref(struct version *v);
+/* 1 if that was the last reference (its files may have become obsolete). */
+int version_unref(struct version *v);
 /* Bytes in a level. */
 uint64_t version_level_bytes(const struct version *v, int level);
 uint64_t max_bytes_for_level(const struct kv_options *opt, int level);
@@ -187,6 +223,14 @@ struct file_meta **version_overlapping(const struct version *v, int level, const
 
 /* A concatenating iterator over a level >= 1 (opens each file as it is reached). */
 struct iter *level_iter_new(struct version *v, int level, int fill_cache);
+
+/*
+ * The range tombstones of every table in v, fragmented with all their
+ * sequences; built once per version on first use (so iterators need not
+ * gather them each time) and freed with it.  Never NULL; tables that cannot be
+ * opened contribute nothing (their iterators report the error).
+ */
+const struct rdel_set *version_range_dels(struct version *v);
 
 /* Append the range tombstones of every file in v overlapping [lo, hi] to *out. */
 void version_collect_range_dels(struct version *v, const struct slice *lo, const struct slice *hi,

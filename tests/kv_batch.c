@@ -5,12 +5,14 @@
  * damaged or truncated encoding.
  */
 #include "batch.h"
+#include "db.h"
 #include "tap.h"
 
 #include <stdlib.h>
 
 struct seen {
 	uint64_t seq;
+	uint32_t tree;
 	int type;
 	struct buf key, value;
 };
@@ -21,13 +23,15 @@ struct collect {
 	int stop_after;   /* return 99 from the callback after this many (0: never) */
 };
 
-static int collect_fn(void *arg, uint64_t seq, int type, struct slice key, struct slice value)
+static int collect_fn(void *arg, uint64_t seq, uint32_t tree, int type, struct slice key,
+		      struct slice value)
 {
 	struct collect *c = arg;
 
 	if (c->n >= 64)
 		return -1;
 	c->s[c->n].seq = seq;
+	c->s[c->n].tree = tree;
 	c->s[c->n].type = type;
 	buf_set(&c->s[c->n].key, key.data, key.len);
 	buf_set(&c->s[c->n].value, value.data, value.len);
@@ -332,9 +336,47 @@ static void test_damage(void)
 	kv_batch_free(b);
 }
 
+/* Mutations for trees other than the default one carry the tree's id. */
+static void test_trees(void)
+{
+	struct kv_tree t7 = { .id = 7 }, t300 = { .id = 300 };
+	struct kv_batch *b = kv_batch_new();
+	struct collect c = { 0 };
+	uint32_t count;
+
+	ok(!batch_has_trees(b), "a new batch names no tree");
+	is_int(kv_batch_put(b, "a", 1, "1", 1), 0, "a put to the default tree");
+	ok(!batch_has_trees(b), "the default tree is not counted as naming a tree");
+	is_int(kv_batch_put_tree(b, &t7, "b", 1, "2", 1), 0, "a put to tree 7");
+	is_int(kv_batch_delete_tree(b, &t300, "c", 1), 0, "a delete in tree 300");
+	is_int(kv_batch_delete_range_tree(b, &t7, "d", 1, "e", 1), 0, "a range delete in tree 7");
+	is_int(kv_batch_put_tree(b, NULL, "f", 1, "3", 1), 0, "a put with a NULL tree");
+	ok(batch_has_trees(b), "the batch now names trees");
+	/* put to tree 7: type byte with the flag, then varint 7 */
+	size_t off = BATCH_HEADER + 1 + 1 + 1 + 1 + 1;   /* the first mutation: 01 01 'a' 01 '1' */
+	is_int((unsigned char)b->rep.data[off], KT_PUT | BATCH_TREE_FLAG,
+	       "a mutation for another tree has the tree flag in its type byte");
+	is_int((unsigned char)b->rep.data[off + 1], 7, "and its tree id follows as a varint");
+	batch_set_seq(b, 100);
+	is_int(batch_iterate(buf_slice(&b->rep), collect_fn, &c), 0, "iterate");
+	is_int(c.n, 5, "five mutations");
+	ok(c.s[0].tree == 0 && c.s[1].tree == 7 && c.s[2].tree == 300 && c.s[3].tree == 7 &&
+	   c.s[4].tree == 0, "each mutation comes back with its tree");
+	ok(seen_is(&c.s[3], 103, KT_RANGE_DEL, "d", 1, "e", 1), "the range delete keeps its keys");
+	/* a flagged mutation naming tree 0 is damage: 0 is written without the flag */
+	b->rep.data[off + 1] = 0;
+	ok(batch_check(buf_slice(&b->rep), &count) == -EUCLEAN,
+	   "a tree flag followed by tree id 0 is refused as damage");
+	kv_batch_clear(b);
+	ok(!batch_has_trees(b), "clear forgets the trees");
+	collect_free(&c);
+	kv_batch_free(b);
+}
+
 int main(void)
 {
 	plan_lazy();
+	test_trees();
 	test_empty();
 	test_encoding();
 	test_round_trip();

@@ -729,7 +729,7 @@ static void test_persistence(struct kv_db **dbp, const char *dir, const struct k
 	now = scan_all(*dbp, NULL, 1, 1);
 	is_str(now, everything, "reopen after flush and compaction keeps everything");
 	free(now);
-	get_str_is(*dbp, NULL, "pa", "v", "after reopen with an empty log kv_get finds a key in a table");
+	get_str_is(*dbp, NULL, "pa", "v", "after reopen, kv_get finds a key in a table");
 	get_str_is(*dbp, NULL, "i-a", NULL, "and does not find a deleted one");
 	put(*dbp, "pa", "v2");
 	get_str_is(*dbp, NULL, "pa", "v2", "an overwrite after such a reopen is visible");
@@ -745,7 +745,7 @@ static void test_persistence(struct kv_db **dbp, const char *dir, const struct k
 	if (r < 0)
 		return;
 	get_str_is(*dbp, NULL, "pa", "v2", "kv_get finds the overwrite in a table after reopen");
-	get_str_is(*dbp, NULL, "pa-new", "n", "kv_get finds the newest key in a table after reopen");
+	get_str_is(*dbp, NULL, "pa-new", "n", "kv_get finds the newest key in a table, too");
 	kv_delete(*dbp, "pa-new", 6, 0);
 	put(*dbp, "pa", "v");
 	get_str_is(*dbp, NULL, "pa-new", NULL, "a delete after that reopen hides the key");

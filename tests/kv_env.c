@@ -375,6 +375,7 @@ static void test_fault_inject(struct kv_env *fe)
 	struct env_file *f, *g;
 	char buf[8];
 	size_t got;
+	int r;
 
 	/* the n-th append fails, once */
 	env_fault_inject(fe, ENV_OP_APPEND, 2, 1, -EIO, NULL);
@@ -428,8 +429,15 @@ static void test_fault_inject(struct kv_env *fe)
 	/* opens */
 	env_fault_inject(fe, ENV_OP_OPEN, 0, 2, -EIO, NULL);
 	f = NULL;
-	is_int(env_open_read(fe, tpath("f/p"), &f), -EIO, "an open fault fails open_read");
-	is_int(env_open_append(fe, tpath("f/o"), &f), -EIO, "an open fault fails open_append");
+	r = env_open_read(fe, tpath("f/p"), &f);
+	is_int(r, -EIO, "an open fault fails open_read");
+	if (r == 0)
+		env_close(f);
+	f = NULL;
+	r = env_open_append(fe, tpath("f/o"), &f);
+	is_int(r, -EIO, "an open fault fails open_append");
+	if (r == 0)
+		env_close(f);
 	is_int(env_exists(fe, tpath("f/o")), 0, "a failed open_append creates nothing");
 	is_int(env_open_read(fe, tpath("f/p"), &f), 0, "after count opens, open succeeds");
 	env_fault_clear(fe);

@@ -309,10 +309,11 @@ static void expect_at(struct check *c, struct kv_iter *it, long pos, const char 
 	const char *k, *v;
 
 	if (!kv_iter_valid(it)) {
-		if (want)
+		if (want) {
+			const struct buf *wk = &c->m->e[c->vis[pos]].key;
 			check_fail(c, "%s %s: not valid (status %d), want %s", what,
-				   show(arg, alen), kv_iter_status(it),
-				   show(c->m->e[c->vis[pos]].key.data, c->m->e[c->vis[pos]].key.len));
+				   show(arg, alen), kv_iter_status(it), show(wk->data, wk->len));
+		}
 		return;
 	}
 	k = kv_iter_key(it, &kl);
@@ -516,8 +517,8 @@ static void check_gets(struct kv_db *db, const struct view *v, const char *stage
 		int r = kv_get(db, v->snap, e->key.data, e->key.len, &val, &vl);
 
 		if (!e->live && r != -ENOENT)
-			check_fail(&c, "kv_get(%s) gave %d, want -ENOENT", show(e->key.data, e->key.len),
-				   r);
+			check_fail(&c, "kv_get(%s) gave %d, want -ENOENT",
+				   show(e->key.data, e->key.len), r);
 		else if (e->live && (r != 0 || key_cmp(val, vl, e->val.data, e->val.len)))
 			check_fail(&c, "kv_get(%s) gave %d \"%s\", want \"%s\"",
 				   show(e->key.data, e->key.len), r, r == 0 ? show(val, vl) : "",
@@ -623,7 +624,7 @@ static int has_imm(struct kv_db *db)
 	int r;
 
 	pthread_mutex_lock(&db->mu);
-	r = db->imm != NULL;
+	r = db->trees[0]->imm != NULL;
 	pthread_mutex_unlock(&db->mu);
 	return r;
 }
@@ -751,8 +752,8 @@ static const struct {
 };
 
 static void check_all_views(struct kv_db *db, const struct model *latest,
-			    const struct kv_snapshot **snaps, const struct model *states, int nsnaps,
-			    int with_bounds, const char *stage)
+			    const struct kv_snapshot **snaps, const struct model *states,
+			    int nsnaps, int with_bounds, const char *stage)
 {
 	struct view v;
 	char name[160];
@@ -1110,8 +1111,8 @@ static void test_deleted_range_skipped(void)
 		int deeper = 0;
 		for (int l = 1; l < 8; l++)
 			deeper += st.files_per_level[l];
-		ok(st.files_per_level[0] == 1 && deeper > 1, "big range: the tombstone is in level 0 "
-		   "(%d tables), the data in deeper levels (%d)", st.files_per_level[0], deeper);
+		ok(st.files_per_level[0] == 1 && deeper > 1, "big range: the tombstone is in level "
+		   "0 (%d tables), the data in deeper levels (%d)", st.files_per_level[0], deeper);
 	}
 	wrong = 0;
 	fwd = walk_across(db, lo, hi, 1, &wrong);
@@ -1143,7 +1144,8 @@ static void test_deleted_range_skipped(void)
 			expect++;
 			live++;
 		}
-		is_int(live, n - (hi - lo), "big range: a full scan finds exactly the keys outside it");
+		is_int(live, n - (hi - lo),
+		       "big range: a full scan finds exactly the keys outside it");
 		is_int(order, 0, "big range: in order, none missing");
 		is_int(kv_iter_status(it), 0, "big range: with status 0");
 		kv_iter_free(it);

@@ -416,7 +416,8 @@ static int check_pos(struct ctx *c, struct kv_iter *it, const struct view *w, lo
 	}
 	if (!valid) {
 		snprintf(m, sizeof(m), "at key %s", hex(U[pos].p, U[pos].n));
-		snprintf(e, sizeof(e), "after %s: not valid, status %d", move_str(mv), kv_iter_status(it));
+		snprintf(e, sizeof(e), "after %s: not valid, status %d", move_str(mv),
+			 kv_iter_status(it));
 		mismatch(c, U[pos].p, U[pos].n, e, m);
 		return 0;
 	}
