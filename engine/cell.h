@@ -20,11 +20,12 @@
  *     boolean  "true\n" or "false\n"
  *     byte i32 i64   decimal, "-" for negatives, and "\n"
  *     f32 f64  the fewest significant digits that read back (strtof/strtod) to
- *              exactly the same value, laid out as Python's repr does: fixed
- *              notation when the decimal exponent is in [-4, 16) ("100",
- *              "0.0001", "123456.789"), else scientific with at least two
- *              exponent digits ("1e+16", "1e-05", "5e-324"); "nan" for every
- *              NaN (sign and payload are not shown), "inf", "-inf", "-0"; and "\n"
+ *              exactly the same value, laid out as Python's repr does (but
+ *              without its ".0"): fixed notation when the decimal exponent is
+ *              in [-4, 16) ("100", "0.0001", "123456.789"), else scientific
+ *              with at least two exponent digits ("1e+16", "1e-05", "5e-324");
+ *              "nan" for every NaN (sign and payload are not kept), "inf",
+ *              "-inf", "-0"; and "\n"
  *
  * Text form, parsed (cell_parse):
  *     numbers  surrounding whitespace (" \t\n\v\f\r") is allowed, and so a

@@ -620,6 +620,8 @@ int kv_write(struct kv_db *db, const struct kv_batch *b, unsigned flags)
 	max_bytes = b->rep.len <= (128u << 10) ? b->rep.len + (128u << 10) : (1u << 20);
 	if (r == 0) {
 		for (x = &w; x && nrecs < 64; x = x->next) {
+			if (x != &w && !x->batch)
+				break;   /* a flush or tree change waiting for the lead */
 			if (x != &w && bytes + x->batch->rep.len > max_bytes)
 				break;
 			if (x->sync && !sync && x != &w)
@@ -1186,7 +1188,9 @@ int kv_tree_open(struct kv_db *db, const char *name, const struct kv_tree_option
 							  : db->opt.compression_level;
 	if (t->compression_level > 22)
 		t->compression_level = 22;
-	t->filter = o->compaction_filter;
+	/* the default tree keeps kv_options' filter unless the caller gives another */
+	if (o->compaction_filter || t->id != 0)
+		t->filter = o->compaction_filter;
 	*out = t;
 out:
 	lead_leave(db, &w);
@@ -1205,8 +1209,13 @@ int kv_tree_drop(struct kv_db *db, struct kv_tree *t)
 	pthread_mutex_lock(&db->mu);
 	lead_enter(db, &w);
 	/* a flush or compaction of it may be running: let it finish first */
-	while (t->imm || (db->manual && db->manual->tree == t) || db->compacting)
+	while ((t->imm || (db->manual && db->manual->tree == t) || db->compacting) &&
+	       !db->bg_error)
 		pthread_cond_wait(&db->bg_cv, &db->mu);
+	if (db->bg_error) {
+		r = db->bg_error;
+		goto out;
+	}
 	if (t->dropped) {
 		r = 0;
 		goto out;
@@ -1217,7 +1226,10 @@ int kv_tree_drop(struct kv_db *db, struct kv_tree *t)
 	r = vs_log_and_apply(db->vs, &e);
 	edit_free(&e);
 	if (r == 0) {
+		/* its unflushed writes go too (we lead the writers: no one inserts now) */
 		t->dropped = 1;
+		mem_unref(t->mem);
+		t->mem = mem_new();
 		db_delete_obsolete_files(db);
 	}
 out:

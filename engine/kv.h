@@ -38,9 +38,13 @@ struct kv_snapshot;
 struct kv_tree;         /* one LSM tree of the database (see "Trees" below) */
 struct kv_env;          /* file I/O; see engine/env.h, which tests replace */
 
-/* Largest key and value the engine accepts (-E2BIG beyond). */
+/*
+ * Largest key and value the engine accepts (-E2BIG beyond).  Values may be
+ * 100 MiB plus 64 bytes, so a layer above can store a 100 MiB payload with a
+ * small header of its own (the table layer's type tag).
+ */
 #define KV_MAX_KEY_SIZE   (64u * 1024)
-#define KV_MAX_VALUE_SIZE (100u * 1024 * 1024)
+#define KV_MAX_VALUE_SIZE (100u * 1024 * 1024 + 64)
 
 /* Log levels passed to kv_options.log. */
 enum kv_log_level { KV_LOG_ERROR = 0, KV_LOG_WARN = 1, KV_LOG_INFO = 2, KV_LOG_DEBUG = 3 };

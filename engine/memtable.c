@@ -198,6 +198,15 @@ struct skiplist {
 	struct mnode *head;   /* a node of full height with no key; never returned */
 	int height;           /* levels in use; written by the writer, read by anyone (atomic) */
 	uint64_t rng;         /* writer only */
+	/*
+	 * Writer only: the node inserted last, and at each level the last node
+	 * whose key is <= its key (the head where there is none).  When the
+	 * last node is also the list's last and the next key is larger, as in
+	 * every sequential fill, these are exactly the predecessors the insert
+	 * needs, and the search from the top is skipped.
+	 */
+	struct mnode *last;
+	struct mnode *splice[SKIP_MAX_HEIGHT];
 };
 
 static struct mnode *node_alloc(struct arena *a, int height, size_t payload)
@@ -214,6 +223,9 @@ static void skip_init(struct skiplist *l, struct arena *a, uint64_t seed)
 		*node_link(l->head, i) = NULL;
 	l->height = 1;
 	l->rng = seed;
+	l->last = NULL;
+	for (int i = 0; i < SKIP_MAX_HEIGHT; i++)
+		l->splice[i] = l->head;
 }
 
 static int skip_height(const struct skiplist *l)
@@ -311,12 +323,21 @@ static void skip_insert(struct skiplist *l, struct arena *a, struct slice ukey, 
 {
 	struct skey t = { ukey, trailer };
 	struct mnode *prev[SKIP_MAX_HEIGHT];
-	struct mnode *x = skip_find_ge(l, &t, prev);
 	int height = random_height(l), cur = skip_height(l);
 	size_t klen = ukey.len + IKEY_TRAILER;
 
-	assert(x == NULL || node_cmp(x, &t) != 0);
-	(void)x;
+	if (l->last && node_next(l->last, 0) == NULL && node_cmp(l->last, &t) < 0) {
+		/*
+		 * Appending after the last node: every splice node is the last of
+		 * its level (nothing follows the largest key), and all are < t.
+		 */
+		memcpy(prev, l->splice, sizeof(prev));
+	} else {
+		struct mnode *x = skip_find_ge(l, &t, prev);
+
+		assert(x == NULL || node_cmp(x, &t) != 0);
+		(void)x;
+	}
 	assert(klen <= UINT32_MAX && value.len <= UINT32_MAX);
 
 	struct mnode *n = node_alloc(a, height, (size_t)varint_length(klen) + klen +
@@ -345,6 +366,11 @@ static void skip_insert(struct skiplist *l, struct arena *a, struct slice ukey, 
 				 __ATOMIC_RELAXED);
 		__atomic_store_n(node_link(prev[i], i), n, __ATOMIC_RELEASE);
 	}
+	/* prev[i] is valid below the height in use; above it the head is the answer */
+	cur = height > cur ? height : cur;
+	for (int i = 0; i < SKIP_MAX_HEIGHT; i++)
+		l->splice[i] = i < height ? n : i < cur ? prev[i] : l->head;
+	l->last = n;
 }
 
 /* ---------------------------------------------------------------- memtable */

@@ -180,7 +180,7 @@ const char *dec_varint64(const char *p, const char *limit, uint64_t *v)
 	return NULL;
 }
 
-const char *dec_varint32(const char *p, const char *limit, uint32_t *v)
+const char *dec_varint32_slow(const char *p, const char *limit, uint32_t *v)
 {
 	uint32_t r = 0;
 

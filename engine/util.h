@@ -32,11 +32,43 @@ static inline struct slice slice_str(const char *s)
 	return slice_make(s, strlen(s));
 }
 
+/*
+ * The first n bytes of a and b in memcmp order, for the short keys that
+ * dominate every lookup and merge: eight bytes at a time as big-endian
+ * words, without the call into libc that memcmp costs; long common
+ * prefixes still go to memcmp, which is faster there.
+ */
+static inline int bytes_cmp(const char *a, const char *b, size_t n)
+{
+	while (n >= 8) {
+		uint64_t x, y;
+
+		memcpy(&x, a, 8);
+		memcpy(&y, b, 8);
+		if (x != y) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+			x = __builtin_bswap64(x);
+			y = __builtin_bswap64(y);
+#endif
+			return x < y ? -1 : 1;
+		}
+		a += 8;
+		b += 8;
+		n -= 8;
+		if (n > 32)
+			return memcmp(a, b, n);
+	}
+	for (; n; a++, b++, n--)
+		if (*a != *b)
+			return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
+	return 0;
+}
+
 /* memcmp order; a proper prefix sorts first. */
 static inline int slice_cmp(struct slice a, struct slice b)
 {
 	size_t n = a.len < b.len ? a.len : b.len;
-	int r = n ? memcmp(a.data, b.data, n) : 0;
+	int r = bytes_cmp(a.data, b.data, n);
 
 	if (r == 0)
 		r = a.len < b.len ? -1 : a.len > b.len;
@@ -106,8 +138,17 @@ int varint_length(uint64_t v);
  * Read a varint from [p, limit); return the byte after it, or NULL if it is
  * truncated or too long (the caller reports corruption).
  */
-const char *dec_varint32(const char *p, const char *limit, uint32_t *v);
+const char *dec_varint32_slow(const char *p, const char *limit, uint32_t *v);
 const char *dec_varint64(const char *p, const char *limit, uint64_t *v);
+/* Most varints in blocks and batches are lengths below 128: one byte, decoded inline. */
+static inline const char *dec_varint32(const char *p, const char *limit, uint32_t *v)
+{
+	if (p < limit && !(*(const unsigned char *)p & 0x80)) {
+		*v = *(const unsigned char *)p;
+		return p + 1;
+	}
+	return dec_varint32_slow(p, limit, v);
+}
 /* Read a varint32 length and that many bytes; NULL if they do not fit. */
 const char *dec_lenprefixed(const char *p, const char *limit, struct slice *out);
 

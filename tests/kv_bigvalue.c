@@ -1,5 +1,5 @@
 /*
- * kv_bigvalue.c -- values of 1 MiB, 10 MiB and KV_MAX_VALUE_SIZE (100 MiB).
+ * kv_bigvalue.c -- values of 1 MiB, 10 MiB and KV_MAX_VALUE_SIZE (100 MiB + 64 bytes).
  *
  * Each must come back byte for byte from the memtable, from a flushed table,
  * after compaction, after reopening (from the log and from tables) and

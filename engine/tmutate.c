@@ -1,0 +1,840 @@
+/*
+ * tmutate.c -- row mutations of the wide-column table layer: sets and the five
+ * kinds of delete, applied to one row as ONE kv batch (so atomically, across
+ * locality groups too, since the trees share the log), and the
+ * read-modify-write operations built on them: increment, append and
+ * check-and-mutate.  Also tbl_read_newest, the one-column read they share.
+ *
+ * Locking.  Every entry point takes the row's lock stripe, then the schema
+ * read lock (the order table_int.h fixes), then validates, reads if it must,
+ * builds the batch, writes it and releases both.  Holding the row lock from
+ * the read to the write is what makes read-modify-write atomic against every
+ * other mutation of the row (tbl_mutate_row takes the same stripe), and since
+ * pthread mutexes are not recursive, the public functions share the locked
+ * core mutate_locked() rather than calling each other.  The schema lock is held
+ * across kv_write so that no family or table can be dropped between the
+ * validation and the write: a drop takes the write lock, so it sees the cells
+ * we wrote or none of them, and never leaves our cells behind in a dropped
+ * table or tree.  The row stripe is hashed by table id, which only the schema
+ * knows: lock_row() resolves the name, takes the stripe, resolves the name
+ * again under the schema lock and starts over if the table was dropped and
+ * created anew in between (ids are never reused, so equal ids mean the same
+ * table).
+ *
+ * Key ranges (tkey.h; keys of a column sort NEWEST first, the timestamp
+ * being stored inverted):
+ *   DELETE_VERSION   the one key tkey_encode(..., ts)
+ *   DELETE_VERSIONS  versions ts <= v < ts_end are the keys from
+ *                    key(ts_end - 1) (the newest of them, so the smallest key)
+ *                    up to and including key(ts); the exclusive bound after
+ *                    key(ts) is key(ts - 1) -- nothing lies between the two,
+ *                    since a valid cell key is never a prefix of another -- or,
+ *                    for ts = 0, the end of the column
+ *   DELETE_CELL      [column prefix, its successor)
+ *   DELETE_FAMILY    [family prefix, its successor) in the family's group tree
+ *   DELETE_ROW       [row prefix, row end) in the tree of every locality group
+ *                    of the table (the default tree included): one range
+ *                    tombstone per group, all in the same batch
+ * Every mutation of the batch gets its own sequence number in call order, so
+ * a delete removes the sets before it in the same call and not those after.
+ *
+ * Timestamps.  TBL_TS_NOW sets of one call all get the same server
+ * timestamp, taken (once, and only if some set asks for it) under the row
+ * lock, so the order of server timestamps within a row is the order in which
+ * the mutations commit.  Read-modify-write writes its result as a new version
+ * at the server time too -- or, if the newest version carries a later
+ * explicit timestamp, one microsecond after it, so that the result always
+ * becomes the newest version (otherwise the write would be hidden behind the
+ * future version and a read right after it would not see it).
+ *
+ * Choices table.h leaves open: *ts_out is 0 when no set used the server
+ * time; flags other than TBL_SYNC are -EINVAL; the value limit counts the
+ * payload (a string's or bytes' length, the fixed width of the other types),
+ * not the stored type tag; a row mutation too large for one kv batch is
+ * -EFBIG; check-and-mutate validates both of its lists whichever it applies;
+ * the outputs (*ts_out, *result, *matched) are only written on success.
+ */
+#include "table_int.h"
+
+#include <assert.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+/* Room for a row key, qualifier or text shown in an error message. */
+#define SHOW_MAX 48
+#define SHOW_BUF (SHOW_MAX * 4 + 8)
+
+/*
+ * Render bytes for a message: printable ASCII as is, anything else as \xNN,
+ * cut after SHOW_MAX bytes with "...".  Returns out.
+ */
+static const char *show(char *out, struct slice s)
+{
+	size_t i, o = 0;
+
+	for (i = 0; i < s.len && i < SHOW_MAX; i++) {
+		unsigned char c = (unsigned char)s.data[i];
+
+		if (c >= 0x20 && c < 0x7f && c != '\\')
+			out[o++] = (char)c;
+		else
+			o += (size_t)snprintf(out + o, SHOW_BUF - o, "\\x%02x", c);
+	}
+	if (i < s.len) {
+		memcpy(out + o, "...", 3);
+		o += 3;
+	}
+	out[o] = 0;
+	return out;
+}
+
+/*
+ * Return error r, whose message (kv_strerror) says what is wrong, with a
+ * message that first says where: the table, row or column.
+ */
+__attribute__((format(printf, 2, 3)))
+static int in_context(int r, const char *fmt, ...)
+{
+	char why[512], where[512];
+	va_list ap;
+
+	snprintf(why, sizeof(why), "%s", kv_strerror(r));
+	va_start(ap, fmt);
+	vsnprintf(where, sizeof(where), fmt, ap);
+	va_end(ap);
+	return KV_ERROR(r, "%s: %s", where, why);
+}
+
+/* What one call is mutating: the row of a resolved table, and scratch space. */
+struct mut {
+	struct tbl_db *db;
+	struct tbl_table *t;
+	struct slice row;
+	char row_text[SHOW_BUF];      /* the row key as error messages show it */
+	uint64_t now;                 /* the call's server timestamp; 0 until one is needed */
+	struct buf key, end, val;
+};
+
+static void mut_init(struct mut *c, struct tbl_db *db, struct tbl_table *t, struct slice row)
+{
+	memset(c, 0, sizeof(*c));
+	c->db = db;
+	c->t = t;
+	c->row = row;
+	show(c->row_text, row);
+}
+
+static void mut_free(struct mut *c)
+{
+	buf_free(&c->key);
+	buf_free(&c->end);
+	buf_free(&c->val);
+}
+
+/*
+ * Resolve table and take the row's lock stripe, then the schema read lock.
+ * On success both are held (release with unlock_row) and *t is the table;
+ * on error (-ENOENT for no such table) neither is.
+ */
+static int lock_row(struct tbl_db *db, const char *table, struct slice row,
+		    struct tbl_table **t, pthread_mutex_t **mu)
+{
+	for (;;) {
+		int r = tbl_lock_table(db, table, t);
+		uint32_t id;
+
+		if (r)
+			return r;
+		id = (*t)->id;
+		tbl_unlock_schema(db);
+		*mu = tbl_row_lock(db, id, row.data, row.len);
+		pthread_mutex_lock(*mu);
+		r = tbl_lock_table(db, table, t);
+		if (r) {
+			pthread_mutex_unlock(*mu);
+			return r;
+		}
+		if ((*t)->id == id)
+			return 0;
+		/* dropped and created again meanwhile: its rows hash elsewhere */
+		tbl_unlock_schema(db);
+		pthread_mutex_unlock(*mu);
+	}
+}
+
+static void unlock_row(struct tbl_db *db, pthread_mutex_t *mu)
+{
+	tbl_unlock_schema(db);
+	pthread_mutex_unlock(mu);
+}
+
+/* The live family named name, or -ENOENT (-EINVAL for NULL) with a message. */
+static int find_family(struct mut *c, const char *name, struct tbl_family **f)
+{
+	if (!name)
+		return KV_ERROR(-EINVAL, "table %s, row \"%s\": a mutation names no family",
+				c->t->name, c->row_text);
+	*f = tbl_find_family(c->t, name);
+	if (!*f)
+		return KV_ERROR(-ENOENT, "table %s, row \"%s\": no column family %s",
+				c->t->name, c->row_text, name);
+	return 0;
+}
+
+/* The payload bytes of a value (what the size limit applies to). */
+static size_t payload_size(const struct cell_value *v)
+{
+	switch (v->type) {
+	case CELL_STRING:
+	case CELL_BYTES:
+		return v->v.data.len;
+	case CELL_BOOLEAN:
+	case CELL_BYTE:
+		return 1;
+	case CELL_I32:
+	case CELL_F32:
+		return 4;
+	default:
+		return 8;
+	}
+}
+
+/*
+ * Encode v into c->val for a cell of family f, qualifier q: -EFBIG beyond
+ * the database's maximum value size, -EINVAL for an invalid value (a bad
+ * type, a boolean other than 0/1, a string that is not UTF-8).
+ */
+static int encode_value(struct mut *c, const struct tbl_family *f, struct slice q,
+			const struct cell_value *v)
+{
+	char qt[SHOW_BUF];
+	size_t size = payload_size(v);
+
+	if (v->type <= CELL_INVALID || v->type > CELL_TYPE_MAX)
+		return KV_ERROR(-EINVAL, "table %s, row \"%s\", column %s:%s: invalid cell type %d",
+				c->t->name, c->row_text, f->name, show(qt, q), (int)v->type);
+	if (size > c->db->opt.max_value_size)
+		return KV_ERROR(-EFBIG, "table %s, row \"%s\", column %s:%s: a value of %zu bytes "
+				"exceeds the maximum of %zu", c->t->name, c->row_text, f->name,
+				show(qt, q), size, c->db->opt.max_value_size);
+	buf_clear(&c->val);
+	if (cell_encode(&c->val, v) < 0)
+		return KV_ERROR(-EINVAL, "table %s, row \"%s\", column %s:%s: not a valid %s "
+				"value%s", c->t->name, c->row_text, f->name, show(qt, q),
+				cell_type_name(v->type),
+				v->type == CELL_STRING ? " (strings must be UTF-8)" : "");
+	return 0;
+}
+
+/*
+ * The result of adding to a kv batch: -E2BIG (the batch would no longer fit
+ * one log record, so could not be atomic) becomes -EFBIG, the table API's
+ * error for "too big"; anything else passes unchanged.
+ */
+static int batch_err(struct mut *c, int r)
+{
+	char why[256];
+
+	if (r != -E2BIG)
+		return r;
+	snprintf(why, sizeof(why), "%s", kv_strerror(r));   /* KV_ERROR overwrites it */
+	return KV_ERROR(-EFBIG, "table %s, row \"%s\": the row mutation is too large for one "
+			"atomic write (%s)", c->t->name, c->row_text, why);
+}
+
+static int add_put(struct mut *c, struct kv_batch *b, struct tbl_family *f)
+{
+	return batch_err(c, kv_batch_put_tree(b, tbl_group_tree(f->group), c->key.data,
+					      c->key.len, c->val.data, c->val.len));
+}
+
+static int add_delete(struct mut *c, struct kv_batch *b, struct kv_tree *tree)
+{
+	return batch_err(c, kv_batch_delete_tree(b, tree, c->key.data, c->key.len));
+}
+
+/* Delete [c->key, c->end) in tree. */
+static int add_range(struct mut *c, struct kv_batch *b, struct kv_tree *tree)
+{
+	return batch_err(c, kv_batch_delete_range_tree(b, tree, c->key.data, c->key.len,
+							c->end.data, c->end.len));
+}
+
+/* c->end = the successor of c->key, which a row, family or column prefix always has. */
+static void end_after_prefix(struct mut *c)
+{
+	int has;
+
+	buf_clear(&c->end);
+	has = tkey_successor(&c->end, buf_slice(&c->key));
+	assert(has);   /* the prefix holds the row's terminator 0x00 0x01, not all 0xFF */
+	(void)has;
+}
+
+/*
+ * Validate mutation m and, if b is not NULL, add it to b.  With b == NULL
+ * only validates (and takes no server timestamp).  Nothing else is changed.
+ */
+static int add_mutation(struct mut *c, struct kv_batch *b, const struct tbl_mutation *m)
+{
+	struct slice q = slice_make(m->qualifier, m->qualifier_len);
+	struct tbl_family *f = NULL;
+	struct kv_tree *tree;
+	char qt[SHOW_BUF];
+	uint64_t ts;
+	size_t i;
+	int r;
+
+	if (m->op == TBL_DELETE_ROW) {
+		if (!b)
+			return 0;
+		tkey_row_prefix(&c->key, c->t->id, c->row);
+		buf_clear(&c->end);
+		tkey_row_end(&c->end, c->t->id, c->row);
+		for (i = 0; i < c->t->ngroups; i++) {
+			r = add_range(c, b, tbl_group_tree(c->t->groups[i]));
+			if (r)
+				return r;
+		}
+		return 0;
+	}
+	if (m->op < TBL_SET || m->op > TBL_DELETE_FAMILY)
+		return KV_ERROR(-EINVAL, "table %s, row \"%s\": unknown mutation %d",
+				c->t->name, c->row_text, (int)m->op);
+	r = find_family(c, m->family, &f);
+	if (r)
+		return r;
+	tree = tbl_group_tree(f->group);
+	if (m->op == TBL_DELETE_FAMILY) {
+		if (!b)
+			return 0;
+		tkey_family_prefix(&c->key, c->t->id, c->row, f->id);
+		end_after_prefix(c);
+		return add_range(c, b, tree);
+	}
+	if (q.len && !q.data)
+		return KV_ERROR(-EINVAL, "table %s, row \"%s\", family %s: NULL qualifier of "
+				"%zu bytes", c->t->name, c->row_text, f->name, q.len);
+	r = tbl_check_qualifier(q.data, q.len);
+	if (r)
+		return in_context(r, "table %s, row \"%s\", family %s", c->t->name, c->row_text,
+				  f->name);
+
+	switch (m->op) {
+	case TBL_SET:
+		r = encode_value(c, f, q, &m->value);
+		if (r || !b)
+			return r;
+		ts = m->ts;
+		if (ts == TBL_TS_NOW) {
+			if (!c->now)
+				c->now = tbl_now(c->db);
+			ts = c->now;
+		}
+		tkey_encode(&c->key, c->t->id, c->row, f->id, q, ts);
+		return add_put(c, b, f);
+	case TBL_DELETE_VERSION:
+		if (m->ts == UINT64_MAX)
+			return KV_ERROR(-EINVAL, "table %s, row \"%s\", column %s:%s: deleting a "
+					"version needs its timestamp, not TBL_TS_NOW",
+					c->t->name, c->row_text, f->name, show(qt, q));
+		if (!b)
+			return 0;
+		tkey_encode(&c->key, c->t->id, c->row, f->id, q, m->ts);
+		return add_delete(c, b, tree);
+	case TBL_DELETE_VERSIONS:
+		if (m->ts >= m->ts_end)
+			return KV_ERROR(-EINVAL, "table %s, row \"%s\", column %s:%s: empty time "
+					"range [%llu, %llu)", c->t->name, c->row_text, f->name,
+					show(qt, q), (unsigned long long)m->ts,
+					(unsigned long long)m->ts_end);
+		if (!b)
+			return 0;
+		tkey_encode(&c->key, c->t->id, c->row, f->id, q, m->ts_end - 1);
+		buf_clear(&c->end);
+		if (m->ts > 0) {
+			tkey_encode(&c->end, c->t->id, c->row, f->id, q, m->ts - 1);
+		} else {
+			struct buf col = BUF_INIT;
+			int has;
+
+			tkey_column_prefix(&col, c->t->id, c->row, f->id, q);
+			has = tkey_successor(&c->end, buf_slice(&col));
+			assert(has);
+			(void)has;
+			buf_free(&col);
+		}
+		return add_range(c, b, tree);
+	default:   /* TBL_DELETE_CELL */
+		if (!b)
+			return 0;
+		tkey_column_prefix(&c->key, c->t->id, c->row, f->id, q);
+		end_after_prefix(c);
+		return add_range(c, b, tree);
+	}
+}
+
+/*
+ * Validate (b NULL) or validate and add (b not NULL) m[0..n) in order,
+ * stopping at the first error.  The key encoders append, so the key buffer
+ * is cleared before each mutation.
+ */
+static int add_mutations(struct mut *c, struct kv_batch *b, const struct tbl_mutation *m,
+			 size_t n)
+{
+	size_t i;
+	int r;
+
+	for (i = 0; i < n; i++) {
+		buf_clear(&c->key);
+		r = add_mutation(c, b, &m[i]);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+static int check_flags(struct mut *c, unsigned flags)
+{
+	if (flags & ~TBL_SYNC)
+		return KV_ERROR(-EINVAL, "table %s, row \"%s\": unknown mutation flags %#x",
+				c->t->name, c->row_text, flags & ~TBL_SYNC);
+	return 0;
+}
+
+/*
+ * Validate m[0..n) and write them as one batch.  REQUIRES the row lock and
+ * the schema read lock held, and the row key checked.  *ts_out (may be NULL)
+ * gets the server timestamp the TBL_TS_NOW sets used, 0 if there were none.
+ */
+static int mutate_locked(struct mut *c, const struct tbl_mutation *m, size_t n,
+			 unsigned flags, uint64_t *ts_out)
+{
+	struct kv_batch *b = kv_batch_new();
+	int r = add_mutations(c, b, m, n);
+
+	if (r == 0 && kv_batch_count(b)) {
+		r = kv_write(c->db->kv, b, (flags & TBL_SYNC) ? KV_SYNC : 0);
+		if (r)
+			r = in_context(r, "table %s, row \"%s\": writing the row mutation",
+				       c->t->name, c->row_text);
+	}
+	if (r == 0 && ts_out)
+		*ts_out = c->now;
+	kv_batch_free(b);
+	return r;
+}
+
+/* Everything an entry point does before its own work: row check, locks, flags. */
+static int begin(struct mut *c, struct tbl_db *db, const char *table, struct slice row,
+		 unsigned flags, pthread_mutex_t **mu)
+{
+	struct tbl_table *t;
+	int r;
+
+	if (row.len && !row.data)
+		return KV_ERROR(-EINVAL, "table %s: NULL row key of %zu bytes", table, row.len);
+	r = tbl_check_row(row.data, row.len);
+	if (r)
+		return in_context(r, "table %s", table);
+	r = lock_row(db, table, row, &t, mu);
+	if (r)
+		return r;
+	mut_init(c, db, t, row);
+	r = check_flags(c, flags);
+	if (r) {
+		unlock_row(db, *mu);
+		mut_free(c);
+	}
+	return r;
+}
+
+static void end(struct mut *c, pthread_mutex_t *mu)
+{
+	unlock_row(c->db, mu);
+	mut_free(c);
+}
+
+int tbl_mutate_row(struct tbl_db *db, const char *table, const void *row, size_t row_len,
+		   const struct tbl_mutation *m, size_t n, unsigned flags, uint64_t *ts_out)
+{
+	pthread_mutex_t *mu;
+	struct mut c;
+	int r;
+
+	if (n && !m)
+		return KV_ERROR(-EINVAL, "table %s: NULL list of %zu mutations", table, n);
+	r = begin(&c, db, table, slice_make(row, row_len), flags, &mu);
+	if (r)
+		return r;
+	r = mutate_locked(&c, m, n, flags, ts_out);
+	end(&c, mu);
+	return r;
+}
+
+int tbl_put(struct tbl_db *db, const char *table, const void *row, size_t row_len,
+	    const char *family, const void *qualifier, size_t qualifier_len, uint64_t ts,
+	    const struct cell_value *v, unsigned flags)
+{
+	struct tbl_mutation m;
+
+	memset(&m, 0, sizeof(m));
+	m.op = TBL_SET;
+	m.family = family;
+	m.qualifier = qualifier;
+	m.qualifier_len = qualifier_len;
+	m.ts = ts;
+	m.value = *v;
+	return tbl_mutate_row(db, table, row, row_len, &m, 1, flags, NULL);
+}
+
+int tbl_put_text(struct tbl_db *db, const char *table, const void *row, size_t row_len,
+		 const char *family, const void *qualifier, size_t qualifier_len, uint64_t ts,
+		 enum cell_type type, const void *text, size_t text_len, unsigned flags)
+{
+	struct slice q = slice_make(qualifier, qualifier_len);
+	struct tbl_family *f;
+	struct tbl_mutation m;
+	pthread_mutex_t *mu;
+	char qt[SHOW_BUF], vt[SHOW_BUF];
+	struct mut c;
+	int r;
+
+	r = begin(&c, db, table, slice_make(row, row_len), flags, &mu);
+	if (r)
+		return r;
+	r = find_family(&c, family, &f);
+	if (r)
+		goto out;
+	if (type == CELL_INVALID)
+		type = f->s.type;
+	if (text_len && !text) {
+		r = KV_ERROR(-EINVAL, "table %s, row \"%s\", column %s:%s: NULL text of %zu bytes",
+			     c.t->name, c.row_text, f->name, show(qt, q), text_len);
+		goto out;
+	}
+	memset(&m, 0, sizeof(m));
+	m.op = TBL_SET;
+	m.family = family;
+	m.qualifier = qualifier;
+	m.qualifier_len = qualifier_len;
+	m.ts = ts;
+	if (!cell_type_name(type)) {
+		r = KV_ERROR(-EINVAL, "table %s, row \"%s\", column %s:%s: invalid cell type %d",
+			     c.t->name, c.row_text, f->name, show(qt, q), (int)type);
+		goto out;
+	}
+	if (cell_parse(type, slice_make(text, text_len), &m.value) < 0) {
+		r = KV_ERROR(-EINVAL, "table %s, row \"%s\", column %s:%s: \"%s\" is not a "
+			     "valid %s", c.t->name, c.row_text, f->name, show(qt, q),
+			     show(vt, slice_make(text, text_len)), cell_type_name(type));
+		goto out;
+	}
+	r = mutate_locked(&c, &m, 1, flags, NULL);
+out:
+	end(&c, mu);
+	return r;
+}
+
+/*
+ * tbl_gc_keeps is monotone along a column's versions: they come newest first,
+ * so n grows and ts shrinks, and once a version is dropped (family dropped,
+ * n >= max_versions, or older than the TTL) every later one is too.  So the
+ * newest visible version, if any, is the first one stored, and one seek
+ * decides.
+ */
+int tbl_read_newest(struct tbl_db *db, struct tbl_table *t, struct tbl_family *f,
+		    struct slice row, struct slice qualifier, const struct kv_snapshot *snap,
+		    uint64_t *ts, struct cell_value *value, struct buf *buf)
+{
+	struct buf lower = BUF_INIT, upper = BUF_INIT, scratch = BUF_INIT;
+	struct kv_read_options ro;
+	struct kv_iter *it;
+	struct tkey k;
+	const void *key, *val;
+	size_t klen, vlen;
+	int r, has;
+
+	if (f->dropped)
+		return 0;
+	tkey_column_prefix(&lower, t->id, row, f->id, qualifier);
+	has = tkey_successor(&upper, buf_slice(&lower));
+	assert(has);
+	(void)has;
+	memset(&ro, 0, sizeof(ro));
+	ro.tree = tbl_group_tree(f->group);
+	ro.snapshot = snap;
+	ro.lower = lower.data;
+	ro.lower_len = lower.len;
+	ro.upper = upper.data;
+	ro.upper_len = upper.len;
+	it = kv_iter_new(db->kv, &ro);
+	kv_iter_seek(it, lower.data, lower.len);
+	if (!kv_iter_valid(it)) {
+		r = kv_iter_status(it);
+		goto out;
+	}
+	key = kv_iter_key(it, &klen);
+	r = tkey_decode(slice_make(key, klen), &k, &scratch);
+	if (r)
+		goto out;
+	if (!tbl_gc_keeps(f, k.ts, 0, tbl_wall())) {
+		r = 0;
+		goto out;
+	}
+	val = kv_iter_value(it, &vlen);
+	buf_set(buf, val, vlen);
+	r = cell_decode(buf_slice(buf), value);
+	if (r)
+		goto out;
+	*ts = k.ts;
+	r = 1;
+out:
+	if (r < 0) {
+		char rt[SHOW_BUF], qt[SHOW_BUF];
+
+		r = in_context(r, "table %s, row \"%s\", column %s:%s: reading the newest version",
+			       t->name, show(rt, row), f->name, show(qt, qualifier));
+	}
+	kv_iter_free(it);
+	buf_free(&lower);
+	buf_free(&upper);
+	buf_free(&scratch);
+	return r;
+}
+
+/*
+ * The timestamp of a read-modify-write result: the server time, unless the
+ * newest version (if present, at newest_ts) is that late or later, in which
+ * case the one right after it.  -ERANGE if there is no valid timestamp
+ * after it (it is at UINT64_MAX - 1).
+ */
+static int rmw_ts(struct mut *c, const struct tbl_family *f, struct slice q, int present,
+		  uint64_t newest_ts, uint64_t *ts)
+{
+	char qt[SHOW_BUF];
+
+	*ts = tbl_now(c->db);
+	if (!present || newest_ts < *ts)
+		return 0;
+	if (newest_ts >= UINT64_MAX - 1)
+		return KV_ERROR(-ERANGE, "table %s, row \"%s\", column %s:%s: no timestamp after "
+				"the newest version's %llu", c->t->name, c->row_text, f->name,
+				show(qt, q), (unsigned long long)newest_ts);
+	*ts = newest_ts + 1;
+	return 0;
+}
+
+/* Write v as a new version of column f:q at ts.  REQUIRES the locks of mutate_locked. */
+static int write_version(struct mut *c, const char *family, struct slice q, uint64_t ts,
+			 const struct cell_value *v, unsigned flags)
+{
+	struct tbl_mutation m;
+
+	memset(&m, 0, sizeof(m));
+	m.op = TBL_SET;
+	m.family = family;
+	m.qualifier = q.data;
+	m.qualifier_len = q.len;
+	m.ts = ts;
+	m.value = *v;
+	return mutate_locked(c, &m, 1, flags, NULL);
+}
+
+/* Resolve the family and check the qualifier of a read-modify-write. */
+static int rmw_column(struct mut *c, const char *family, struct slice q, struct tbl_family **f)
+{
+	int r = find_family(c, family, f);
+
+	if (r)
+		return r;
+	if (q.len && !q.data)
+		return KV_ERROR(-EINVAL, "table %s, row \"%s\", family %s: NULL qualifier of "
+				"%zu bytes", c->t->name, c->row_text, family, q.len);
+	r = tbl_check_qualifier(q.data, q.len);
+	if (r)
+		return in_context(r, "table %s, row \"%s\", family %s", c->t->name, c->row_text,
+				  family);
+	return 0;
+}
+
+int tbl_increment(struct tbl_db *db, const char *table, const void *row, size_t row_len,
+		  const char *family, const void *qualifier, size_t qualifier_len, int64_t delta,
+		  int64_t *result, unsigned flags)
+{
+	struct slice q = slice_make(qualifier, qualifier_len);
+	struct buf old = BUF_INIT;
+	struct cell_value v;
+	struct tbl_family *f;
+	pthread_mutex_t *mu;
+	char qt[SHOW_BUF];
+	uint64_t ts = 0;
+	struct mut c;
+	int r, present;
+
+	r = begin(&c, db, table, slice_make(row, row_len), flags, &mu);
+	if (r)
+		return r;
+	r = rmw_column(&c, family, q, &f);
+	if (r)
+		goto out;
+	present = r = tbl_read_newest(db, c.t, f, c.row, q, NULL, &ts, &v, &old);
+	if (r < 0)
+		goto out;
+	if (!present) {
+		memset(&v, 0, sizeof(v));
+		v.type = f->s.type;
+	}
+	if (v.type != CELL_I32 && v.type != CELL_I64) {
+		r = KV_ERROR(-EINVAL, "table %s, row \"%s\", column %s:%s: cannot increment %s %s "
+			     "(only i32 and i64)", c.t->name, c.row_text, f->name, show(qt, q),
+			     present ? "a cell of type" : "an absent cell of the family's type",
+			     cell_type_name(v.type));
+		goto out;
+	}
+	if (cell_increment(&v, delta) < 0) {
+		r = KV_ERROR(-ERANGE, "table %s, row \"%s\", column %s:%s: adding %lld "
+			     "overflows %s", c.t->name, c.row_text, f->name, show(qt, q),
+			     (long long)delta, cell_type_name(v.type));
+		goto out;
+	}
+	r = rmw_ts(&c, f, q, present, ts, &ts);
+	if (r)
+		goto out;
+	r = write_version(&c, family, q, ts, &v, flags);
+	if (r == 0 && result)
+		*result = v.type == CELL_I32 ? v.v.i32 : v.v.i64;
+out:
+	end(&c, mu);
+	buf_free(&old);
+	return r;
+}
+
+int tbl_append(struct tbl_db *db, const char *table, const void *row, size_t row_len,
+	       const char *family, const void *qualifier, size_t qualifier_len, const void *data,
+	       size_t len, unsigned flags)
+{
+	struct slice q = slice_make(qualifier, qualifier_len);
+	struct buf old = BUF_INIT, joined = BUF_INIT;
+	struct cell_value v, out;
+	struct tbl_family *f;
+	pthread_mutex_t *mu;
+	char qt[SHOW_BUF];
+	uint64_t ts = 0;
+	struct mut c;
+	int r, present;
+
+	r = begin(&c, db, table, slice_make(row, row_len), flags, &mu);
+	if (r)
+		return r;
+	r = rmw_column(&c, family, q, &f);
+	if (r)
+		goto out;
+	if (len && !data) {
+		r = KV_ERROR(-EINVAL, "table %s, row \"%s\", column %s:%s: NULL data of %zu bytes",
+			     c.t->name, c.row_text, f->name, show(qt, q), len);
+		goto out;
+	}
+	present = r = tbl_read_newest(db, c.t, f, c.row, q, NULL, &ts, &v, &old);
+	if (r < 0)
+		goto out;
+	if (!present) {
+		memset(&v, 0, sizeof(v));
+		v.type = f->s.type;
+		v.v.data = slice_make("", 0);
+	}
+	if (v.type != CELL_STRING && v.type != CELL_BYTES) {
+		r = KV_ERROR(-EINVAL, "table %s, row \"%s\", column %s:%s: cannot append to %s %s "
+			     "(only string and bytes)", c.t->name, c.row_text, f->name,
+			     show(qt, q),
+			     present ? "a cell of type" : "an absent cell of the family's type",
+			     cell_type_name(v.type));
+		goto out;
+	}
+	/* checked before joining, so an oversized append never allocates */
+	if (len > db->opt.max_value_size || v.v.data.len > db->opt.max_value_size - len) {
+		r = KV_ERROR(-EFBIG, "table %s, row \"%s\", column %s:%s: appending %zu bytes to "
+			     "%zu exceeds the maximum value size of %zu", c.t->name, c.row_text,
+			     f->name, show(qt, q), len, v.v.data.len, db->opt.max_value_size);
+		goto out;
+	}
+	if (cell_append(&v, slice_make(data, len), &out, &joined) < 0) {
+		r = KV_ERROR(-EINVAL, "table %s, row \"%s\", column %s:%s: the %zu bytes appended "
+			     "to a string are not valid UTF-8", c.t->name, c.row_text, f->name,
+			     show(qt, q), len);
+		goto out;
+	}
+	r = rmw_ts(&c, f, q, present, ts, &ts);
+	if (r)
+		goto out;
+	r = write_version(&c, family, q, ts, &out, flags);
+out:
+	end(&c, mu);
+	buf_free(&old);
+	buf_free(&joined);
+	return r;
+}
+
+/*
+ * Both lists are validated whichever is applied, so a mistake in either is
+ * reported on every call, not only when the check goes its way.
+ */
+int tbl_check_and_mutate(struct tbl_db *db, const char *table, const void *row, size_t row_len,
+			 const char *family, const void *qualifier, size_t qualifier_len,
+			 const void *expected, size_t expected_len,
+			 const struct tbl_mutation *m, size_t n,
+			 const struct tbl_mutation *otherwise, size_t n_otherwise,
+			 int *matched, unsigned flags)
+{
+	struct slice q = slice_make(qualifier, qualifier_len);
+	struct buf old = BUF_INIT, text = BUF_INIT;
+	struct cell_value v;
+	struct tbl_family *f;
+	pthread_mutex_t *mu;
+	char qt[SHOW_BUF];
+	uint64_t ts;
+	struct mut c;
+	int r, present, match;
+
+	if ((n && !m) || (n_otherwise && !otherwise) || (expected_len && !expected))
+		return KV_ERROR(-EINVAL, "table %s: check-and-mutate with a NULL list or value",
+				table);
+	r = begin(&c, db, table, slice_make(row, row_len), flags, &mu);
+	if (r)
+		return r;
+	r = rmw_column(&c, family, q, &f);
+	if (r)
+		goto out;
+	r = add_mutations(&c, NULL, m, n);
+	if (r == 0)
+		r = add_mutations(&c, NULL, otherwise, n_otherwise);
+	if (r)
+		goto out;
+	present = r = tbl_read_newest(db, c.t, f, c.row, q, NULL, &ts, &v, &old);
+	if (r < 0)
+		goto out;
+	if (!present) {
+		match = expected == NULL;
+	} else if (!expected) {
+		match = 0;
+	} else {
+		if (cell_render(&text, &v) < 0) {
+			r = KV_CORRUPT("table %s, row \"%s\", column %s:%s: the newest version "
+				       "does not render", c.t->name, c.row_text, f->name,
+				       show(qt, q));
+			goto out;
+		}
+		if (v.type != CELL_BYTES && text.len && text.data[text.len - 1] == '\n')
+			text.len--;
+		match = slice_eq(buf_slice(&text), slice_make(expected, expected_len));
+	}
+	r = match ? mutate_locked(&c, m, n, flags, NULL)
+		  : mutate_locked(&c, otherwise, n_otherwise, flags, NULL);
+	if (r == 0 && matched)
+		*matched = match;
+out:
+	end(&c, mu);
+	buf_free(&old);
+	buf_free(&text);
+	return r;
+}
