@@ -188,6 +188,31 @@ int tbl_check_and_mutate(struct tbl_db *db, const char *table, const void *row, 
 			 const struct tbl_mutation *otherwise, size_t n_otherwise,
 			 int *matched, unsigned flags);
 
+/* One row's mutations, for tbl_write_rows. */
+struct tbl_row_mutations {
+	const void *row;
+	size_t row_len;
+	const struct tbl_mutation *m;
+	size_t n;
+};
+
+/*
+ * Apply the mutations of many rows of one table as ONE kv batch, for bulk
+ * loading: each row's list is validated as tbl_mutate_row validates it, and
+ * if any row is invalid nothing at all is written, the error is returned
+ * and *bad (may be NULL) gets the index of the first invalid row.  So each
+ * row is atomic, and the rows are even atomic together.  The lock stripes
+ * of all the rows are taken for the whole call, in stripe order (so that
+ * concurrent calls cannot deadlock): a read-modify-write of any of them
+ * waits for it.  A row may appear more than once; its lists apply in order.
+ * TBL_TS_NOW sets get one server timestamp per element of rows.
+ * -E2BIG (with *bad) if the rows up to *bad do not fit one kv batch together
+ * (about 200 MiB) though row *bad alone might: write fewer rows per call;
+ * -EFBIG is a single row too large, as for tbl_mutate_row.
+ */
+int tbl_write_rows(struct tbl_db *db, const char *table, const struct tbl_row_mutations *rows,
+		   size_t n, unsigned flags, size_t *bad);
+
 /* ------------------------------------------------------------ reads */
 
 /* What a read returns and which cells it considers. */

@@ -117,7 +117,8 @@ static inline int tbl_gc_keeps(const struct tbl_family *f, uint64_t ts, uint32_t
 		return 0;
 	if (f->s.max_versions && n >= f->s.max_versions)
 		return 0;
-	if (f->s.ttl && ts + f->s.ttl * UINT64_C(1000000) < now)
+	/* written without overflow: ts may be near UINT64_MAX (a future timestamp) */
+	if (f->s.ttl && ts < now && now - ts > f->s.ttl * UINT64_C(1000000))
 		return 0;
 	return 1;
 }

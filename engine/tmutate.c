@@ -3,7 +3,9 @@
  * kinds of delete, applied to one row as ONE kv batch (so atomically, across
  * locality groups too, since the trees share the log), and the
  * read-modify-write operations built on them: increment, append and
- * check-and-mutate.  Also tbl_read_newest, the one-column read they share.
+ * check-and-mutate.  Also tbl_read_newest, the one-column read they share,
+ * and tbl_write_rows, the bulk loader's many rows in one batch (its locking
+ * is explained above it).
  *
  * Locking.  Every entry point takes the row's lock stripe, then the schema
  * read lock (the order table_int.h fixes), then validates, reads if it must,
@@ -112,6 +114,7 @@ struct mut {
 	struct slice row;
 	char row_text[SHOW_BUF];      /* the row key as error messages show it */
 	uint64_t now;                 /* the call's server timestamp; 0 until one is needed */
+	int batch_full;               /* an add failed because the kv batch was full */
 	struct buf key, end, val;
 };
 
@@ -237,6 +240,7 @@ static int batch_err(struct mut *c, int r)
 
 	if (r != -E2BIG)
 		return r;
+	c->batch_full = 1;
 	snprintf(why, sizeof(why), "%s", kv_strerror(r));   /* KV_ERROR overwrites it */
 	return KV_ERROR(-EFBIG, "table %s, row \"%s\": the row mutation is too large for one "
 			"atomic write (%s)", c->t->name, c->row_text, why);
@@ -469,6 +473,112 @@ int tbl_mutate_row(struct tbl_db *db, const char *table, const void *row, size_t
 		return r;
 	r = mutate_locked(&c, m, n, flags, ts_out);
 	end(&c, mu);
+	return r;
+}
+
+/*
+ * The stripes of rows[0..n) of table id, taken in index order: every caller
+ * that holds several stripes took them in this one order, and a caller
+ * that holds one takes no other, so no cycle can form.
+ */
+static void lock_stripes(struct tbl_db *db, uint32_t id, const struct tbl_row_mutations *rows,
+			 size_t n, unsigned char held[TBL_ROW_LOCKS])
+{
+	memset(held, 0, TBL_ROW_LOCKS);
+	for (size_t i = 0; i < n; i++)
+		held[tbl_row_lock(db, id, rows[i].row, rows[i].row_len) - db->row_locks] = 1;
+	for (size_t s = 0; s < TBL_ROW_LOCKS; s++)
+		if (held[s])
+			pthread_mutex_lock(&db->row_locks[s]);
+}
+
+static void unlock_stripes(struct tbl_db *db, const unsigned char held[TBL_ROW_LOCKS])
+{
+	for (size_t s = TBL_ROW_LOCKS; s-- > 0;)
+		if (held[s])
+			pthread_mutex_unlock(&db->row_locks[s]);
+}
+
+/*
+ * Many rows in one batch.  The arguments and row keys are checked before any
+ * lock is taken; then, as lock_row does for one row, the table is resolved,
+ * the stripes taken and the table resolved again under the schema lock
+ * (starting over if it was dropped and created anew meanwhile).  One struct
+ * mut serves every row, its buffers reused; only the row, its text for
+ * messages and its server timestamp change from one row to the next.
+ */
+int tbl_write_rows(struct tbl_db *db, const char *table, const struct tbl_row_mutations *rows,
+		   size_t n, unsigned flags, size_t *bad)
+{
+	unsigned char held[TBL_ROW_LOCKS];
+	struct kv_batch *b = NULL;
+	struct tbl_table *t;
+	struct mut c;
+	size_t i;
+	int r;
+
+	if (n && !rows)
+		return KV_ERROR(-EINVAL, "table %s: NULL list of %zu rows", table, n);
+	for (i = 0; i < n; i++) {
+		if ((rows[i].row_len && !rows[i].row) || (rows[i].n && !rows[i].m))
+			r = KV_ERROR(-EINVAL, "table %s: row %zu of the list has a NULL key or "
+				     "mutation list", table, i);
+		else
+			r = tbl_check_row(rows[i].row, rows[i].row_len);
+		if (r) {
+			if (bad)
+				*bad = i;
+			return r == -EINVAL ? r : in_context(r, "table %s", table);
+		}
+	}
+	for (;;) {
+		uint32_t id;
+
+		r = tbl_lock_table(db, table, &t);
+		if (r)
+			return r;
+		id = t->id;
+		tbl_unlock_schema(db);
+		lock_stripes(db, id, rows, n, held);
+		r = tbl_lock_table(db, table, &t);
+		if (r == 0 && t->id == id)
+			break;
+		if (r == 0)
+			tbl_unlock_schema(db);
+		unlock_stripes(db, held);
+		if (r)
+			return r;
+	}
+	mut_init(&c, db, t, slice_make("", 0));
+	r = check_flags(&c, flags);
+	if (r)
+		goto out;
+	b = kv_batch_new();
+	for (i = 0; i < n; i++) {
+		c.row = slice_make(rows[i].row, rows[i].row_len);
+		show(c.row_text, c.row);
+		c.now = 0;
+		c.batch_full = 0;
+		r = add_mutations(&c, b, rows[i].m, rows[i].n);
+		if (r) {
+			if (r == -EFBIG && c.batch_full && i > 0)
+				r = KV_ERROR(-E2BIG, "table %s: rows 0..%zu of the list do not fit one "
+					     "atomic write together; write fewer at a time", t->name, i);
+			if (bad)
+				*bad = i;
+			goto out;
+		}
+	}
+	if (kv_batch_count(b)) {
+		r = kv_write(db->kv, b, (flags & TBL_SYNC) ? KV_SYNC : 0);
+		if (r)
+			r = in_context(r, "table %s: writing %zu rows", t->name, n);
+	}
+out:
+	kv_batch_free(b);
+	mut_free(&c);
+	tbl_unlock_schema(db);
+	unlock_stripes(db, held);
 	return r;
 }
 

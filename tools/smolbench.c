@@ -19,7 +19,14 @@
  *
  * The workload code talks to a small table of function pointers (struct
  * engine_ops), one per engine; the cost of that indirection is the same for
- * every engine.  The man page is man/smolbench.1.
+ * every engine.
+ *
+ * Two more workloads, lg-scan and prefix-scan, measure the table layer on
+ * top of the engine (engine/table.h): what a scan of one locality group
+ * reads, and whether a prefix scan's cost depends on the table's size.  The
+ * peers have no table layer, so these run on smolfs alone and have no
+ * ratios; each runs in a child of its own, as an engine does, and reports
+ * through the same kind of pipe.  The man page is man/smolbench.1.
  */
 #include "config.h"
 
@@ -43,6 +50,7 @@
 #include <unistd.h>
 
 #include "kv.h"
+#include "table.h"
 
 #ifdef HAVE_PEERS
 #include <leveldb/c.h>
@@ -68,6 +76,7 @@
 #define DEFAULT_NUM       1000000
 #define DEFAULT_VALUE     100
 #define DEFAULT_SEEK_READ 100
+#define DEFAULT_SCANS     10000
 
 /* Bytes in a megabyte for MB/s: SI, as disk and network speeds are quoted. */
 #define MB 1e6
@@ -81,13 +90,28 @@ enum workload {
 	W_READSEQ,
 	W_SEEKRANDOM,
 	W_READRANDOM_COMPACTED,
+	/* the table workloads: smolfs only, run when named (see is_table_workload) */
+	W_LG_SCAN,
+	W_PREFIX_SCAN,
 	NWORKLOADS
 };
 
 static const char *const workload_names[NWORKLOADS] = {
 	"fillseq", "fillrandom", "overwrite", "readrandom", "readseq", "seekrandom",
-	"readrandom-compacted",
+	"readrandom-compacted", "lg-scan", "prefix-scan",
 };
+
+#define NTABLE_WORKLOADS (NWORKLOADS - W_LG_SCAN)
+
+/*
+ * The table workloads measure engine/table.h, which only smolfs has.  They
+ * are not part of the default list: at the default --num, lg-scan alone
+ * writes a gigabyte.
+ */
+static int is_table_workload(int w)
+{
+	return w >= W_LG_SCAN;
+}
 
 enum engine_id { E_SMOLFS, E_LEVELDB, E_ROCKSDB, NENGINES };
 
@@ -102,8 +126,11 @@ struct config {
 	int sync;                      /* fsync every write */
 	int repeat;                    /* runs of everything, for medians */
 	int seek_reads;                /* entries read after each seek */
-	int workloads[NWORKLOADS];     /* in the order they run */
+	int workloads[NWORKLOADS];     /* the kv workloads, in the order they run */
 	int nworkloads;
+	int table_workloads[NTABLE_WORKLOADS];  /* lg-scan, prefix-scan: in the order named */
+	int ntable_workloads;
+	uint64_t scans;                /* prefix-scan: scans per table size */
 	int engines[NENGINES];
 	int nengines;
 	uint64_t seed;
@@ -158,7 +185,7 @@ static void die(const char *fmt, ...)
 	exit(1);
 }
 
-static void *xmalloc(size_t n)
+static void *bench_malloc(size_t n)
 {
 	void *p = malloc(n ? n : 1);
 
@@ -172,6 +199,19 @@ static double now(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/*
+ * The CPU time of the calling thread, in seconds: unlike now(), it does not
+ * count the time the thread waits for a CPU, which on a busy machine puts
+ * whole scheduler ticks into a short operation's wall-clock time.
+ */
+static double thread_cpu(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
@@ -368,20 +408,26 @@ static int smol_fail(struct bench_db *b, const char *call, int err)
 	return err;
 }
 
+/* The engine settings every workload uses, with a block cache of cache bytes. */
+static void bench_kv_options(struct kv_options *o, size_t cache)
+{
+	kv_options_init(o);
+	o->create_if_missing = 1;
+	o->write_buffer_size = WRITE_BUFFER_SIZE;
+	o->block_cache_size = cache;
+	o->bloom_bits_per_key = BLOOM_BITS;
+	o->block_size = BLOCK_SIZE;
+	o->max_open_files = MAX_OPEN_FILES;
+	o->compression_level = ZSTD_LEVEL;
+	o->sync_wal = 0;              /* --sync is passed per write instead */
+}
+
 static int smol_open(struct bench_db *b, const char *dir)
 {
 	struct kv_options opt;
 	int err;
 
-	kv_options_init(&opt);
-	opt.create_if_missing = 1;
-	opt.write_buffer_size = WRITE_BUFFER_SIZE;
-	opt.block_cache_size = BLOCK_CACHE_SIZE;
-	opt.bloom_bits_per_key = BLOOM_BITS;
-	opt.block_size = BLOCK_SIZE;
-	opt.max_open_files = MAX_OPEN_FILES;
-	opt.compression_level = ZSTD_LEVEL;
-	opt.sync_wal = 0;              /* --sync is passed per write instead */
+	bench_kv_options(&opt, BLOCK_CACHE_SIZE);
 	err = kv_open(dir, &opt, &b->kv);
 	if (err)
 		return smol_fail(b, "kv_open", err);
@@ -924,22 +970,29 @@ static void send_record(struct child *c, const struct record *r)
  * exploit.  Values are consecutive slices of the pool; at 1 MiB it is far
  * larger than a block, so no block sees the same bytes twice by wrapping.
  */
-static void make_pool(struct child *c)
+static char *pool_new(uint64_t seed, size_t value_size, size_t *lenp)
 {
-	uint64_t rng = c->cfg->seed ^ 0x706f6f6cull;     /* "pool" */
+	uint64_t rng = seed ^ 0x706f6f6cull;     /* "pool" */
 	size_t len = 1u << 20;
+	char *pool;
 
-	if (len < 2 * c->value_size)
-		len = 2 * c->value_size;
-	c->pool_len = len;
-	c->pool = xmalloc(len + 100);
+	if (len < 2 * value_size)
+		len = 2 * value_size;
+	pool = bench_malloc(len + 100);
 	for (size_t run = 0; run < len; run += 100) {
-		char *p = c->pool + run;
+		char *p = pool + run;
 
 		for (int i = 0; i < 50; i++)
 			p[i] = (char)rng_next(&rng);
 		memcpy(p + 50, p, 50);
 	}
+	*lenp = len;
+	return pool;
+}
+
+static void make_pool(struct child *c)
+{
+	c->pool = pool_new(c->cfg->seed, c->value_size, &c->pool_len);
 	c->pool_pos = 0;
 }
 
@@ -1175,10 +1228,10 @@ static void child_main(const struct config *cfg, int engine, size_t value_size, 
 	c.workload = -1;
 
 	make_pool(&c);
-	c.pairs = xmalloc(cfg->batch * sizeof(*c.pairs));
-	c.keys = xmalloc((size_t)cfg->batch * KEY_SIZE);
+	c.pairs = bench_malloc(cfg->batch * sizeof(*c.pairs));
+	c.keys = bench_malloc((size_t)cfg->batch * KEY_SIZE);
 	/* fillrandom writes every key once, in the order of a shuffled permutation. */
-	c.perm = xmalloc(cfg->num * sizeof(*c.perm));
+	c.perm = bench_malloc(cfg->num * sizeof(*c.perm));
 	for (uint64_t i = 0; i < cfg->num; i++)
 		c.perm[i] = (uint32_t)i;
 	{
@@ -1206,6 +1259,650 @@ static void child_main(const struct config *cfg, int engine, size_t value_size, 
 	_exit(0);
 }
 
+/* ------------------------------------------------------------------ the table workloads (child) */
+
+/*
+ * lg-scan: a table whose family "meta" (three small cells a row) is in the
+ * default locality group and whose family "blob" (one 1 KiB cell a row) is in
+ * the group "blobs", which is a kv tree of its own.  After loading, flushing
+ * and compacting, it scans "meta" alone and then both families, each time on
+ * a freshly opened database (an empty block cache), and reports the SSTable
+ * bytes each scan read next to the size of each group's tree: a scan of
+ * "meta" should read about the default tree's bytes and none of the blobs'.
+ *
+ * prefix-scan: tables of 10,000 and --num rows keyed like the seeds'
+ * aircraft table, "flight#TF-FIR#2024-01-25#FI318", where every aircraft has
+ * 100 flights in January 2024, so the prefix "flight#TF-FIR#2024-01-" matches
+ * exactly 100 rows.  After a full compaction it times --scans prefix scans
+ * at random aircraft in each table and reports the median and 99th
+ * percentile of the time and of the SSTable bytes per scan.  The block cache
+ * is off for the scans, so every block a scan needs is read from its file
+ * each time (through the OS page cache): otherwise the small table would sit
+ * in the cache and the large one would not, and the comparison would measure
+ * the cache rather than the scan.
+ *
+ * Neither uses --value-size, --batch or --sync: rows are written one
+ * tbl_mutate_row each (all of a row's cells in one atomic mutation), without
+ * sync, and lg-scan's blobs are always LG_BLOB_SIZE bytes.
+ */
+#define LG_TABLE          "lgscan"
+#define LG_BLOB_SIZE      1024
+#define LG_GROUP          "blobs"
+#define PX_TABLE          "aircraft"
+#define PX_ROWS           100       /* the rows one prefix matches */
+#define PX_SMALL_TABLE    10000     /* rows of the small table */
+#define PX_WARMUP         1000      /* untimed scans that open every SSTable first */
+#define TS_BASE           UINT64_C(1704067200000000)  /* 2024-01-01T00:00:00Z in us */
+
+/* What a table workload's lines are (struct trecord.line). */
+enum { LG_LOAD, LG_SCAN_META, LG_SCAN_ALL, LG_NLINES };
+enum { PX_SMALL, PX_LARGE, PX_NLINES };
+#define MAX_TLINES 3
+
+static const char *tline_name(int w, int line)
+{
+	static const char *const lg[LG_NLINES] = { "load", "scan meta", "scan meta,blob" };
+	static const char *const px[PX_NLINES] = { "small table", "large table" };
+
+	if (line < 0)
+		return "setup";
+	return w == W_LG_SCAN ? lg[line] : px[line];
+}
+
+/*
+ * What a table child tells its parent: REC_START when a line begins, REC_DONE
+ * with its figures.  Fields a line does not measure are 0.  Smaller than
+ * PIPE_BUF, so each write() arrives whole.
+ */
+struct trecord {
+	uint32_t kind;
+	uint32_t workload;
+	uint32_t line;
+	uint64_t table_rows;       /* rows in the table */
+	double load_secs;          /* writing the rows */
+	double compact_secs;       /* flushing and compacting them */
+	uint64_t tree_bytes[2];    /* SSTable bytes: [0] the default tree, [1] the other trees */
+	uint64_t tree_files[2];
+	char group_tree[32];       /* lg-scan: the kv tree of the group "blobs" */
+	double secs;               /* the timed scans */
+	uint64_t rows, cells;      /* what they returned */
+	uint64_t kv_bytes;         /* key and value bytes they read through the engine */
+	uint64_t sst_bytes;        /* block bytes read from SSTable files meanwhile */
+	uint64_t scans;            /* prefix-scan: timed scans */
+	double us_median, us_p99;  /* prefix-scan: microseconds per scan (wall clock) */
+	double cpu_median, cpu_p99;/* prefix-scan: CPU microseconds of the scanning thread */
+	double sst_median, sst_p99;/* prefix-scan: SSTable bytes read per scan */
+	uint64_t disk_bytes;       /* the database directory's files at the end of the line */
+	uint64_t rss_kb;           /* the child's peak RSS so far */
+};
+
+/* Everything a table child needs. */
+struct tchild {
+	const struct config *cfg;
+	int workload;
+	int line;                  /* the line running, for error reports */
+	const char *dir;           /* the child's directory; databases go inside */
+	int out;
+	char *pool;                /* lg-scan's blob bytes, as make_pool makes them */
+	size_t pool_len, pool_pos;
+};
+
+static void tchild_fail(struct tchild *c, const char *what, const char *msg)
+	__attribute__((noreturn));
+
+/* Report what failed and why (kv_strerror for the engine's errors) and end the child. */
+static void tchild_fail(struct tchild *c, const char *what, const char *msg)
+{
+	fprintf(stderr, "smolbench: smolfs, %s, %s: %s: %s\n", workload_names[c->workload],
+		tline_name(c->workload, c->line), what, msg);
+	_exit(1);
+}
+
+/* dir = the child's directory / name. */
+static void tchild_path(struct tchild *c, char dir[PATH_MAX], const char *name)
+{
+	if (snprintf(dir, PATH_MAX, "%s/%s", c->dir, name) >= PATH_MAX)
+		tchild_fail(c, name, "the path is too long");
+}
+
+static void tsend(struct tchild *c, struct trecord *r, uint32_t kind)
+{
+	ssize_t n;
+
+	r->kind = kind;
+	r->workload = c->workload;
+	r->line = c->line;
+	n = write(c->out, r, sizeof(*r));
+	if (n != (ssize_t)sizeof(*r))
+		tchild_fail(c, "write", "cannot write to the parent's pipe");
+}
+
+static void tstart(struct tchild *c, int line, struct trecord *r)
+{
+	c->line = line;
+	memset(r, 0, sizeof(*r));
+	tsend(c, r, REC_START);
+}
+
+static struct tbl_db *tbench_open(struct tchild *c, const char *dir, size_t cache)
+{
+	struct tbl_options o;
+	struct tbl_db *db;
+	int err;
+
+	if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+		tchild_fail(c, dir, strerror(errno));
+	tbl_options_init(&o);
+	bench_kv_options(&o.kv, cache);
+	err = tbl_open(dir, &o, &db);
+	if (err)
+		tchild_fail(c, "tbl_open", kv_strerror(err));
+	return db;
+}
+
+static void tbench_close(struct tchild *c, struct tbl_db *db)
+{
+	int err = tbl_close(db);
+
+	if (err)
+		tchild_fail(c, "tbl_close", kv_strerror(err));
+}
+
+static void tbench_family(struct tchild *c, struct tbl_db *db, const char *table,
+			  const char *family, enum cell_type type, const char *group)
+{
+	struct tbl_family_settings s;
+	int err;
+
+	tbl_family_settings_init(&s);
+	s.type = type;
+	s.compression = ZSTD_LEVEL;
+	snprintf(s.locality_group, sizeof(s.locality_group), "%s", group);
+	err = tbl_add_family(db, table, family, &s);
+	if (err)
+		tchild_fail(c, "tbl_add_family", kv_strerror(err));
+}
+
+/*
+ * The SSTable files and bytes of the default tree ([0]) and of all other
+ * trees ([1]), from the engine's "sstables" property: one line per live
+ * file, "level L NNNNNN.sst B bytes, ...", prefixed by "tree NAME " outside
+ * the default tree.
+ */
+static void tree_sizes(struct tchild *c, struct kv_db *kv, struct trecord *r)
+{
+	char *text = kv_property(kv, "sstables"), *line, *save = NULL;
+
+	if (!text)
+		tchild_fail(c, "kv_property", "no \"sstables\" property");
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		unsigned long long bytes;
+		const char *p = line;
+		int which = 0, level;
+
+		if (!strncmp(p, "tree ", 5)) {
+			p = strchr(p + 5, ' ');
+			if (!p)
+				continue;
+			p++;
+			which = 1;
+		}
+		if (sscanf(p, "level %d %*[0-9].sst %llu bytes", &level, &bytes) != 2)
+			continue;
+		r->tree_bytes[which] += bytes;
+		r->tree_files[which]++;
+	}
+	free(text);
+}
+
+static uint64_t sst_bytes_read(struct kv_db *kv)
+{
+	struct kv_stats st;
+
+	kv_get_stats(kv, &st);
+	return st.bytes_read_sst;
+}
+
+/*
+ * Compact every tree of lg-scan's database in dir (flushed already) down to
+ * its last level, and note the name of the one tree besides the default
+ * one: the group's.  The table layer hands out no tree handles, and
+ * kv_tree_open on a tree it has open would replace the settings it gave the
+ * tree (its compaction filter), so this is done with the table closed,
+ * through the engine alone: every tree named by kv_tree_list is opened with
+ * the compression its families ask for and compacted.
+ */
+static void compact_all_trees(struct tchild *c, const char *dir, struct trecord *r)
+{
+	struct kv_tree_options to;
+	struct kv_options o;
+	struct kv_db *kv;
+	char **names;
+	size_t n;
+	int err;
+
+	bench_kv_options(&o, BLOCK_CACHE_SIZE);
+	o.create_if_missing = 0;
+	err = kv_open(dir, &o, &kv);
+	if (err)
+		tchild_fail(c, "kv_open", kv_strerror(err));
+	err = kv_tree_list(kv, &names, &n);
+	if (err)
+		tchild_fail(c, "kv_tree_list", kv_strerror(err));
+	for (size_t i = 0; i < n; i++) {
+		struct kv_tree *t = NULL;
+
+		if (strcmp(names[i], "default")) {
+			kv_tree_options_init(&to);
+			to.compression_level = ZSTD_LEVEL;
+			err = kv_tree_open(kv, names[i], &to, &t);
+			if (err)
+				tchild_fail(c, "kv_tree_open", kv_strerror(err));
+			/* One group, so one tree besides the default one: the group's. */
+			snprintf(r->group_tree, sizeof(r->group_tree), "%s", names[i]);
+		}
+		err = kv_compact_range_tree(kv, t, NULL, 0, NULL, 0);
+		if (err)
+			tchild_fail(c, "kv_compact_range_tree", kv_strerror(err));
+		free(names[i]);
+	}
+	free(names);
+	if (n != 2)
+		tchild_fail(c, "kv_tree_list", "not two trees (default and the group "
+			    LG_GROUP "'s)");
+	err = kv_close(kv);
+	if (err)
+		tchild_fail(c, "kv_close", kv_strerror(err));
+}
+
+/* Write lg-scan's rows, one row mutation each: three meta cells and a blob. */
+static void lg_load(struct tchild *c, struct tbl_db *db, uint64_t nrows)
+{
+	struct tbl_mutation m[4];
+	char row[32], name[40];
+
+	memset(m, 0, sizeof(m));
+	for (int i = 0; i < 4; i++) {
+		m[i].op = TBL_SET;
+		m[i].family = i < 3 ? "meta" : "blob";
+	}
+	m[0].qualifier = "name";
+	m[0].value.type = CELL_STRING;
+	m[1].qualifier = "size";
+	m[1].value.type = CELL_I64;
+	m[1].value.v.i64 = LG_BLOB_SIZE;
+	m[2].qualifier = "mtime";
+	m[2].value.type = CELL_I64;
+	m[3].qualifier = "data";
+	m[3].value.type = CELL_BYTES;
+	for (int i = 0; i < 4; i++)
+		m[i].qualifier_len = strlen(m[i].qualifier);
+
+	for (uint64_t i = 0; i < nrows; i++) {
+		int rlen = snprintf(row, sizeof(row), "row#%010" PRIu64, i);
+		int nlen = snprintf(name, sizeof(name), "file-%" PRIu64 ".dat", i);
+		int err;
+
+		if (c->pool_pos + LG_BLOB_SIZE > c->pool_len)
+			c->pool_pos = 0;
+		for (int k = 0; k < 4; k++)
+			m[k].ts = TS_BASE + i;
+		m[0].value.v.data = slice_make(name, nlen);
+		m[2].value.v.i64 = (int64_t)(TS_BASE + i);
+		m[3].value.v.data = slice_make(c->pool + c->pool_pos, LG_BLOB_SIZE);
+		c->pool_pos += LG_BLOB_SIZE;
+		err = tbl_mutate_row(db, LG_TABLE, row, rlen, m, 4, 0, NULL);
+		if (err)
+			tchild_fail(c, "tbl_mutate_row", kv_strerror(err));
+	}
+}
+
+/*
+ * One scan of lg-scan's whole table, of family meta alone or of all
+ * families, on a database opened for it (so its block cache is empty).
+ */
+static void lg_scan(struct tchild *c, const char *dir, int line, const struct trecord *built,
+		    struct trecord *r)
+{
+	static const char *const meta_only[] = { "meta" };
+	struct tbl_scan_counts counts;
+	const struct tbl_row *row;
+	struct tbl_scan *s;
+	struct tbl_read rd;
+	struct tbl_db *db;
+	uint64_t before;
+	double t0;
+	int err;
+
+	tstart(c, line, r);
+	db = tbench_open(c, dir, BLOCK_CACHE_SIZE);
+	r->table_rows = built->table_rows;
+	tree_sizes(c, tbl_kv(db), r);
+	memcpy(r->group_tree, built->group_tree, sizeof(r->group_tree));
+	memset(&rd, 0, sizeof(rd));
+	if (line == LG_SCAN_META) {
+		rd.families = meta_only;
+		rd.nfamilies = 1;
+	}
+
+	before = sst_bytes_read(tbl_kv(db));
+	t0 = now();
+	err = tbl_scan_new(db, LG_TABLE, &rd, &s);
+	if (err)
+		tchild_fail(c, "tbl_scan_new", kv_strerror(err));
+	while ((err = tbl_scan_next(s, &row)) == 1) {
+		r->rows++;
+		r->cells += row->ncells;
+	}
+	if (err < 0)
+		tchild_fail(c, "tbl_scan_next", kv_strerror(err));
+	tbl_scan_counts(s, &counts);
+	tbl_scan_free(s);
+	r->secs = now() - t0;
+	r->sst_bytes = sst_bytes_read(tbl_kv(db)) - before;
+	r->kv_bytes = counts.bytes;
+	if (r->rows != r->table_rows || r->cells != r->rows * (line == LG_SCAN_META ? 3 : 4)) {
+		char msg[128];
+
+		snprintf(msg, sizeof(msg), "%" PRIu64 " rows and %" PRIu64 " cells, not %"
+			 PRIu64 " rows of %d cells", r->rows, r->cells, r->table_rows,
+			 line == LG_SCAN_META ? 3 : 4);
+		tchild_fail(c, "the scan returned", msg);
+	}
+	tbench_close(c, db);
+	r->disk_bytes = disk_usage(dir);
+	r->rss_kb = peak_rss_kb();
+	tsend(c, r, REC_DONE);
+}
+
+static void run_lg_scan(struct tchild *c)
+{
+	const struct config *cfg = c->cfg;
+	struct trecord load, r;
+	struct tbl_db *db;
+	char dir[PATH_MAX];
+	double t0;
+	int err;
+
+	tchild_path(c, dir, "db");
+	c->pool = pool_new(cfg->seed, LG_BLOB_SIZE, &c->pool_len);
+	c->pool_pos = 0;
+
+	tstart(c, LG_LOAD, &load);
+	load.table_rows = cfg->num;
+	db = tbench_open(c, dir, BLOCK_CACHE_SIZE);
+	err = tbl_create_table(db, LG_TABLE);
+	if (err)
+		tchild_fail(c, "tbl_create_table", kv_strerror(err));
+	tbench_family(c, db, LG_TABLE, "meta", CELL_STRING, "default");
+	tbench_family(c, db, LG_TABLE, "blob", CELL_BYTES, LG_GROUP);
+	t0 = now();
+	lg_load(c, db, cfg->num);
+	load.load_secs = now() - t0;
+
+	t0 = now();
+	err = kv_flush(tbl_kv(db));
+	if (err)
+		tchild_fail(c, "kv_flush", kv_strerror(err));
+	tbench_close(c, db);
+	compact_all_trees(c, dir, &load);
+	load.compact_secs = now() - t0;
+
+	db = tbench_open(c, dir, BLOCK_CACHE_SIZE);
+	tree_sizes(c, tbl_kv(db), &load);
+	tbench_close(c, db);
+	load.disk_bytes = disk_usage(dir);
+	load.rss_kb = peak_rss_kb();
+	tsend(c, &load, REC_DONE);
+
+	lg_scan(c, dir, LG_SCAN_META, &load, &r);
+	lg_scan(c, dir, LG_SCAN_ALL, &load, &r);
+	free(c->pool);
+}
+
+/* Letters of aircraft number a: a registration "TF-" + width letters. */
+static void px_registration(char *reg, uint64_t a, int width)
+{
+	for (int i = width - 1; i >= 0; i--) {
+		reg[i] = 'A' + a % 26;
+		a /= 26;
+	}
+	reg[width] = '\0';
+}
+
+/* The fewest letters (at least 3, as Iceland's registrations have) for n aircraft. */
+static int px_width(uint64_t n)
+{
+	uint64_t cap = 26 * 26 * 26;
+	int width = 3;
+
+	while (cap < n) {
+		cap *= 26;
+		width++;
+	}
+	return width;
+}
+
+/*
+ * Write nrows / PX_ROWS aircraft's January flights, in the order they fly:
+ * day by day, four departures a day, every aircraft each time.  Flight j of
+ * aircraft a (j < 100) is on day 1 + j / 4 with number 100 + (37 j + a) mod
+ * 900, which differs for every j of one aircraft, so no two rows collide.
+ */
+static void px_load(struct tchild *c, struct tbl_db *db, uint64_t nrows)
+{
+	static const char *const routes[] = { "KEF-CPH", "KEF-OSL", "OSL-KEF", "KEF-LHR",
+					      "LHR-KEF", "CPH-KEF", "KEF-JFK", "JFK-KEF" };
+	uint64_t naircraft = nrows / PX_ROWS;
+	int width = px_width(naircraft);
+	struct tbl_mutation m[3];
+	char row[64], reg[16];
+
+	memset(m, 0, sizeof(m));
+	for (int i = 0; i < 3; i++) {
+		m[i].op = TBL_SET;
+		m[i].family = "flight";
+	}
+	m[0].qualifier = "route";
+	m[0].value.type = CELL_STRING;
+	m[1].qualifier = "dep";
+	m[1].value.type = CELL_I64;
+	m[2].qualifier = "pax";
+	m[2].value.type = CELL_I64;
+	for (int i = 0; i < 3; i++)
+		m[i].qualifier_len = strlen(m[i].qualifier);
+
+	for (uint64_t j = 0; j < PX_ROWS; j++) {
+		uint64_t day = 1 + j / 4;
+		uint64_t dep = TS_BASE + (day - 1) * UINT64_C(86400000000) +
+			       (j % 4) * UINT64_C(21600000000);
+
+		for (uint64_t a = 0; a < naircraft; a++) {
+			int rlen, err;
+
+			px_registration(reg, a, width);
+			rlen = snprintf(row, sizeof(row), "flight#TF-%s#2024-01-%02" PRIu64 "#FI%03"
+					PRIu64, reg, day, 100 + (37 * j + a) % 900);
+			for (int k = 0; k < 3; k++)
+				m[k].ts = dep;
+			m[0].value.v.data = slice_make(routes[(a + j) % 8], 7);
+			m[1].value.v.i64 = (int64_t)dep;
+			m[2].value.v.i64 = (int64_t)(50 + (7 * a + 13 * j) % 150);
+			err = tbl_mutate_row(db, PX_TABLE, row, rlen, m, 3, 0, NULL);
+			if (err)
+				tchild_fail(c, "tbl_mutate_row", kv_strerror(err));
+		}
+	}
+}
+
+static int cmp_double(const void *a, const void *b);
+
+/* The p-th percentile (0 < p <= 1) of sorted v[0..n), n > 0: the nearest rank. */
+static double percentile(const double *v, uint64_t n, double p)
+{
+	uint64_t rank = (uint64_t)(p * n + 0.999999);
+
+	return v[rank ? rank - 1 : 0];
+}
+
+/* One prefix scan of aircraft a: the rows and cells it returned. */
+static void px_scan(struct tchild *c, struct tbl_db *db, uint64_t a, int width,
+		    uint64_t *rows, uint64_t *cells)
+{
+	const struct tbl_row *row;
+	struct tbl_scan *s;
+	struct tbl_read rd;
+	char prefix[64], reg[16];
+	int err;
+
+	px_registration(reg, a, width);
+	memset(&rd, 0, sizeof(rd));
+	rd.prefix = prefix;
+	rd.prefix_len = snprintf(prefix, sizeof(prefix), "flight#TF-%s#2024-01-", reg);
+	*rows = *cells = 0;
+	err = tbl_scan_new(db, PX_TABLE, &rd, &s);
+	if (err)
+		tchild_fail(c, "tbl_scan_new", kv_strerror(err));
+	while ((err = tbl_scan_next(s, &row)) == 1) {
+		(*rows)++;
+		*cells += row->ncells;
+	}
+	if (err < 0)
+		tchild_fail(c, "tbl_scan_next", kv_strerror(err));
+	tbl_scan_free(s);
+	if (*rows != PX_ROWS) {
+		char msg[160];
+
+		snprintf(msg, sizeof(msg), "prefix %s matched %" PRIu64 " rows, not %d", prefix,
+			 *rows, PX_ROWS);
+		tchild_fail(c, "the scan returned", msg);
+	}
+}
+
+/* Build, compact and time one table of prefix-scan. */
+static void px_table(struct tchild *c, int line, uint64_t nrows)
+{
+	const struct config *cfg = c->cfg;
+	uint64_t naircraft = nrows / PX_ROWS, nwarm, rng;
+	int width = px_width(naircraft);
+	double *us, *cpu, *bytes, t0;
+	char dir[PATH_MAX], name[32];
+	struct trecord r;
+	struct tbl_db *db;
+	int err;
+
+	tstart(c, line, &r);
+	r.table_rows = nrows;
+	snprintf(name, sizeof(name), "db-%" PRIu64, nrows);
+	tchild_path(c, dir, name);
+	db = tbench_open(c, dir, BLOCK_CACHE_SIZE);
+	err = tbl_create_table(db, PX_TABLE);
+	if (err)
+		tchild_fail(c, "tbl_create_table", kv_strerror(err));
+	tbench_family(c, db, PX_TABLE, "flight", CELL_STRING, "default");
+	t0 = now();
+	px_load(c, db, nrows);
+	r.load_secs = now() - t0;
+	t0 = now();
+	err = kv_flush(tbl_kv(db));
+	if (!err)
+		err = kv_compact_range(tbl_kv(db), NULL, 0, NULL, 0);
+	if (err)
+		tchild_fail(c, "kv_flush, kv_compact_range", kv_strerror(err));
+	r.compact_secs = now() - t0;
+	tbench_close(c, db);
+
+	/* No block cache from here on: see the comment at the top of this section. */
+	db = tbench_open(c, dir, 0);
+	tree_sizes(c, tbl_kv(db), &r);
+	/* Open every SSTable (index and filter) before timing: a one-time cost. */
+	nwarm = naircraft < PX_WARMUP ? naircraft : PX_WARMUP;
+	for (uint64_t i = 0; i < nwarm; i++) {
+		uint64_t rows, cells;
+
+		px_scan(c, db, i * naircraft / nwarm, width, &rows, &cells);
+	}
+
+	us = bench_malloc(cfg->scans * sizeof(*us));
+	cpu = bench_malloc(cfg->scans * sizeof(*cpu));
+	bytes = bench_malloc(cfg->scans * sizeof(*bytes));
+	rng = cfg->seed ^ 0x70726566ull;        /* "pref" */
+	for (uint64_t i = 0; i < cfg->scans; i++) {
+		uint64_t a = rng_below(&rng, naircraft), before, rows, cells;
+		double t1, c1;
+
+		before = sst_bytes_read(tbl_kv(db));
+		c1 = thread_cpu();
+		t1 = now();
+		px_scan(c, db, a, width, &rows, &cells);
+		us[i] = (now() - t1) * 1e6;
+		cpu[i] = (thread_cpu() - c1) * 1e6;
+		bytes[i] = sst_bytes_read(tbl_kv(db)) - before;
+		r.secs += us[i] / 1e6;
+		r.sst_bytes += bytes[i];
+		r.rows += rows;
+		r.cells += cells;
+	}
+	r.scans = cfg->scans;
+	qsort(us, cfg->scans, sizeof(*us), cmp_double);
+	qsort(cpu, cfg->scans, sizeof(*cpu), cmp_double);
+	qsort(bytes, cfg->scans, sizeof(*bytes), cmp_double);
+	r.us_median = percentile(us, cfg->scans, 0.5);
+	r.us_p99 = percentile(us, cfg->scans, 0.99);
+	r.cpu_median = percentile(cpu, cfg->scans, 0.5);
+	r.cpu_p99 = percentile(cpu, cfg->scans, 0.99);
+	r.sst_median = percentile(bytes, cfg->scans, 0.5);
+	r.sst_p99 = percentile(bytes, cfg->scans, 0.99);
+	free(us);
+	free(cpu);
+	free(bytes);
+	tbench_close(c, db);
+	r.disk_bytes = disk_usage(dir);
+	r.rss_kb = peak_rss_kb();
+	tsend(c, &r, REC_DONE);
+	err = remove_tree(dir);
+	if (err)
+		tchild_fail(c, dir, strerror(-err));
+}
+
+/* The table sizes of prefix-scan: 10,000 and --num rows, whole aircraft each. */
+static void px_sizes(const struct config *cfg, uint64_t *small, uint64_t *large)
+{
+	*large = cfg->num - cfg->num % PX_ROWS;
+	*small = *large < PX_SMALL_TABLE ? *large : PX_SMALL_TABLE;
+}
+
+static void run_prefix_scan(struct tchild *c)
+{
+	uint64_t small, large;
+
+	px_sizes(c->cfg, &small, &large);
+	if (small < large)
+		px_table(c, PX_SMALL, small);
+	px_table(c, PX_LARGE, large);
+}
+
+/* The body of a table workload's child process; never returns. */
+static void table_child_main(const struct config *cfg, int w, const char *dir, int out)
+{
+	struct tchild c;
+
+	memset(&c, 0, sizeof(c));
+	c.cfg = cfg;
+	c.workload = w;
+	c.line = -1;
+	c.dir = dir;
+	c.out = out;
+	if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+		tchild_fail(&c, dir, strerror(errno));
+	if (w == W_LG_SCAN)
+		run_lg_scan(&c);
+	else
+		run_prefix_scan(&c);
+	close(out);
+	_exit(0);
+}
+
 /* ------------------------------------------------------------------ results (parent) */
 
 /* What happened to one child. */
@@ -1220,12 +1917,28 @@ struct child_result {
 	int have[NWORKLOADS];
 };
 
+/* What happened to the child of one table workload in one run. */
+struct table_result {
+	enum outcome outcome;
+	int status;
+	int last_line;             /* the last line started, -1 if none */
+	long maxrss_kb;
+	struct trecord rec[MAX_TLINES];
+	int have[MAX_TLINES];
+};
+
 struct results {
 	int nruns, nvs;
 	struct child_result *r;    /* [run][value size][engine] */
+	struct table_result *t;    /* [run][table workload - W_LG_SCAN] */
 	int rocksdb_snappy;        /* some RocksDB run fell back to snappy */
 	int failures;
 };
+
+static struct table_result *table_result_at(struct results *res, int run, int w)
+{
+	return &res->t[(size_t)run * NTABLE_WORKLOADS + (w - W_LG_SCAN)];
+}
 
 static struct child_result *result_at(struct results *res, int run, int vs, int engine)
 {
@@ -1327,6 +2040,87 @@ static void run_child(const struct config *cfg, struct results *res, int run, in
 		fprintf(stderr, "smolbench: cannot remove %s: %s\n", dir, strerror(-n));
 }
 
+static void tprogress(const struct config *cfg, int run, const struct trecord *r)
+{
+	if (cfg->quiet)
+		return;
+	if (cfg->repeat > 1)
+		fprintf(stderr, "[run %d/%d] ", run + 1, cfg->repeat);
+	fprintf(stderr, "smolfs  %-11s ", workload_names[r->workload]);
+	if (r->workload == W_LG_SCAN && r->line == LG_LOAD)
+		fprintf(stderr, "load %" PRIu64 " rows %.1f s, flush and compaction %.1f s\n",
+			r->table_rows, r->load_secs, r->compact_secs);
+	else if (r->workload == W_LG_SCAN)
+		fprintf(stderr, "%-14s %10.0f rows/s  %8.1f MiB read from SSTables\n",
+			tline_name(r->workload, r->line), r->secs > 0 ? r->rows / r->secs : 0.0,
+			r->sst_bytes / MIB);
+	else
+		fprintf(stderr, "%" PRIu64 " rows: %" PRIu64 " scans, median %.1f us, "
+			"p99 %.1f us (CPU %.1f, %.1f)\n", r->table_rows, r->scans, r->us_median,
+			r->us_p99, r->cpu_median, r->cpu_p99);
+}
+
+/* Run table workload w in a child and collect what it reports. */
+static void run_table_child(const struct config *cfg, struct results *res, int run, int w)
+{
+	struct table_result *tr = table_result_at(res, run, w);
+	char dir[PATH_MAX];
+	struct trecord rec;
+	struct rusage ru;
+	int fds[2], status, n;
+	pid_t pid;
+
+	snprintf(dir, sizeof(dir), "%s/smolfs-%s-run%d", cfg->db_base, workload_names[w], run + 1);
+	if (pipe(fds) != 0)
+		die("pipe: %s", strerror(errno));
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0)
+		die("fork: %s", strerror(errno));
+	if (pid == 0) {
+		close(fds[0]);
+		table_child_main(cfg, w, dir, fds[1]);
+	}
+	close(fds[1]);
+
+	tr->last_line = -1;
+	while ((n = read_full(fds[0], &rec, sizeof(rec))) > 0) {
+		if (rec.workload != (uint32_t)w || rec.line >= MAX_TLINES)
+			continue;
+		if (rec.kind == REC_START) {
+			tr->last_line = rec.line;
+		} else if (rec.kind == REC_DONE) {
+			tr->rec[rec.line] = rec;
+			tr->have[rec.line] = 1;
+			tprogress(cfg, run, &rec);
+		}
+	}
+	close(fds[0]);
+	while (wait4(pid, &status, 0, &ru) < 0) {
+		if (errno != EINTR)
+			die("wait4: %s", strerror(errno));
+	}
+	tr->maxrss_kb = ru.ru_maxrss;
+	if (WIFSIGNALED(status)) {
+		tr->outcome = RUN_SIGNALED;
+		tr->status = WTERMSIG(status);
+		fprintf(stderr, "smolbench: smolfs, %s: killed by signal %d (%s) during %s\n",
+			workload_names[w], tr->status, strsignal(tr->status),
+			tline_name(w, tr->last_line));
+	} else if (WEXITSTATUS(status) == 0) {
+		tr->outcome = RUN_OK;
+	} else {
+		tr->status = WEXITSTATUS(status);
+		tr->outcome = RUN_FAILED;
+	}
+	if (tr->outcome != RUN_OK)
+		res->failures++;
+	n = remove_tree(dir);
+	if (n)
+		fprintf(stderr, "smolbench: cannot remove %s: %s\n", dir, strerror(-n));
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -1422,9 +2216,53 @@ static int engine_selected(const struct config *cfg, int engine)
 	return 0;
 }
 
+static void print_kv_header(const struct config *cfg);
+static void print_table_header(const struct config *cfg);
+
 static void print_header(const struct config *cfg)
 {
-	printf("smolbench: %" PRIu64 " entries, %d-byte keys, value size%s", cfg->num, KEY_SIZE,
+	printf("smolbench:");
+	if (cfg->nworkloads)
+		print_kv_header(cfg);
+	if (cfg->ntable_workloads)
+		print_table_header(cfg);
+	printf("  databases in %s%s\n", cfg->db_base,
+	       cfg->db_base_is_temp ? " (removed at the end)" : "");
+	fflush(stdout);
+}
+
+/* The settings of the table workloads, for the header. */
+static void print_table_header(const struct config *cfg)
+{
+	uint64_t small, large;
+
+	printf("%s table workloads on smolfs alone:", cfg->nworkloads ? "\n " : "");
+	for (int i = 0; i < cfg->ntable_workloads; i++)
+		printf("%s %s", i ? "," : "", workload_names[cfg->table_workloads[i]]);
+	printf("\n");
+	for (int i = 0; i < cfg->ntable_workloads; i++) {
+		if (cfg->table_workloads[i] == W_LG_SCAN) {
+			printf("  lg-scan: %" PRIu64 " rows of 3 small meta cells and a %d-byte "
+			       "blob in locality group \"" LG_GROUP "\"\n", cfg->num, LG_BLOB_SIZE);
+			continue;
+		}
+		px_sizes(cfg, &small, &large);
+		printf("  prefix-scan: %" PRIu64 " scans of %d rows in tables of ", cfg->scans,
+		       PX_ROWS);
+		if (small < large)
+			printf("%" PRIu64 " and ", small);
+		printf("%" PRIu64 " rows\n", large);
+	}
+	printf("  write buffer %u MiB, block cache %u MiB (none in prefix-scan's scans), "
+	       "bloom filter %d bits/key,\n  %d-byte blocks, zstd level %d, one tbl_mutate_row "
+	       "a row, no sync\n", WRITE_BUFFER_SIZE >> 20, BLOCK_CACHE_SIZE >> 20, BLOOM_BITS,
+	       BLOCK_SIZE, ZSTD_LEVEL);
+}
+
+/* The settings of the kv workloads, for the header. */
+static void print_kv_header(const struct config *cfg)
+{
+	printf(" %" PRIu64 " entries, %d-byte keys, value size%s", cfg->num, KEY_SIZE,
 	       cfg->nvalue_sizes > 1 ? "s" : "");
 	for (int i = 0; i < cfg->nvalue_sizes; i++)
 		printf("%s %zu", i ? "," : "", cfg->value_sizes[i]);
@@ -1450,9 +2288,7 @@ static void print_header(const struct config *cfg)
 	printf("  workloads:");
 	for (int i = 0; i < cfg->nworkloads; i++)
 		printf("%s %s", i ? "," : "", workload_names[cfg->workloads[i]]);
-	printf("\n  databases in %s%s\n", cfg->db_base,
-	       cfg->db_base_is_temp ? " (removed at the end)" : "");
-	fflush(stdout);
+	printf("\n");
 }
 
 /* One line of a value size's table: the medians of one engine on one workload. */
@@ -1546,6 +2382,201 @@ static void print_value_size(const struct config *cfg, struct results *res, int 
 		print_ratios(cfg, res, vs);
 }
 
+/* The figures of a table workload's line, for medians over the runs. */
+enum tfield {
+	TF_TABLE_ROWS, TF_LOAD, TF_LOAD_RATE, TF_COMPACT, TF_BYTES0, TF_BYTES1, TF_FILES0,
+	TF_FILES1, TF_SECS, TF_ROWS, TF_ROW_RATE, TF_CELLS, TF_KV, TF_SST, TF_SCANS,
+	TF_US_MEDIAN, TF_US_P99, TF_CPU_MEDIAN, TF_CPU_P99, TF_SST_MEDIAN, TF_SST_P99, TF_DISK,
+	TF_RSS, TF_BUILD,
+};
+
+static double tfield(const struct trecord *r, enum tfield f)
+{
+	switch (f) {
+	case TF_TABLE_ROWS: return r->table_rows;
+	case TF_LOAD: return r->load_secs;
+	case TF_LOAD_RATE: return r->load_secs > 0 ? r->table_rows / r->load_secs : 0;
+	case TF_COMPACT: return r->compact_secs;
+	case TF_BYTES0: return r->tree_bytes[0];
+	case TF_BYTES1: return r->tree_bytes[1];
+	case TF_FILES0: return r->tree_files[0];
+	case TF_FILES1: return r->tree_files[1];
+	case TF_SECS: return r->secs;
+	case TF_ROWS: return r->rows;
+	case TF_ROW_RATE: return r->secs > 0 ? r->rows / r->secs : 0;
+	case TF_CELLS: return r->cells;
+	case TF_KV: return r->kv_bytes;
+	case TF_SST: return r->sst_bytes;
+	case TF_SCANS: return r->scans;
+	case TF_US_MEDIAN: return r->us_median;
+	case TF_US_P99: return r->us_p99;
+	case TF_CPU_MEDIAN: return r->cpu_median;
+	case TF_CPU_P99: return r->cpu_p99;
+	case TF_BUILD: return r->load_secs + r->compact_secs;
+	case TF_SST_MEDIAN: return r->sst_median;
+	case TF_SST_P99: return r->sst_p99;
+	case TF_DISK: return r->disk_bytes;
+	case TF_RSS: return r->rss_kb;
+	}
+	return 0;
+}
+
+/* The median over the runs of field f of line `line` of table workload w; *n runs had it. */
+static double tmedian(struct results *res, int w, int line, enum tfield f, int *n)
+{
+	double v[res->nruns];
+
+	*n = 0;
+	for (int run = 0; run < res->nruns; run++) {
+		struct table_result *tr = table_result_at(res, run, w);
+
+		if (tr->have[line])
+			v[(*n)++] = tfield(&tr->rec[line], f);
+	}
+	return *n ? median(v, *n) : 0;
+}
+
+static double tmed(struct results *res, int w, int line, enum tfield f)
+{
+	int n;
+
+	return tmedian(res, w, line, f, &n);
+}
+
+/* A line's record from the first run that has it, for what does not vary (names); or NULL. */
+static const struct trecord *tfirst(struct results *res, int w, int line)
+{
+	for (int run = 0; run < res->nruns; run++) {
+		struct table_result *tr = table_result_at(res, run, w);
+
+		if (tr->have[line])
+			return &tr->rec[line];
+	}
+	return NULL;
+}
+
+/* a / b, or 0 when b is 0 (printed as "-" by the callers). */
+static double ratio(double a, double b)
+{
+	return b > 0 ? a / b : 0;
+}
+
+/* " " and r in a column of width characters ("-" for 0), then end. */
+static void print_ratio(int width, double r, const char *end)
+{
+	char cell[32];
+
+	snprintf(cell, sizeof(cell), "%.2f", r);
+	printf(" %*s%s", width, r > 0 ? cell : "-", end);
+}
+
+static void print_lg_scan(struct results *res)
+{
+	const int w = W_LG_SCAN;
+	const struct trecord *load = tfirst(res, w, LG_LOAD);
+	double bytes0, bytes1;
+
+	printf("\nlg-scan: ");
+	if (!load) {
+		printf("-\n");
+		return;
+	}
+	printf("%.0f rows; family meta (a string and two i64 cells a row) in locality group\n"
+	       "  \"default\", family blob (one %d-byte bytes cell a row) in locality group "
+	       "\"" LG_GROUP "\"\n", tmed(res, w, LG_LOAD, TF_TABLE_ROWS), LG_BLOB_SIZE);
+	printf("  load %.1f s (%.0f rows/s, one tbl_mutate_row a row, no sync); "
+	       "flush and full compaction %.1f s\n", tmed(res, w, LG_LOAD, TF_LOAD),
+	       tmed(res, w, LG_LOAD, TF_LOAD_RATE), tmed(res, w, LG_LOAD, TF_COMPACT));
+	bytes0 = tmed(res, w, LG_LOAD, TF_BYTES0);
+	bytes1 = tmed(res, w, LG_LOAD, TF_BYTES1);
+	printf("  %-24s %-9s %9s %10s\n", "locality group", "kv tree", "SST files", "SST MiB");
+	printf("  %-24s %-9s %9.0f %10.1f\n", "default (family meta)", "default",
+	       tmed(res, w, LG_LOAD, TF_FILES0), bytes0 / MIB);
+	printf("  %-24s %-9s %9.0f %10.1f\n", LG_GROUP " (family blob)", load->group_tree,
+	       tmed(res, w, LG_LOAD, TF_FILES1), bytes1 / MIB);
+	printf("  %-15s %10s %8s %9s %9s %9s %13s %10s %10s\n", "scan of", "rows/s", "secs",
+	       "rows", "cells", "kv MiB", "SST MiB read", "/ default", "/ all");
+	for (int line = LG_SCAN_META; line <= LG_SCAN_ALL; line++) {
+		double sst = tmed(res, w, line, TF_SST);
+
+		if (!tfirst(res, w, line)) {
+			printf("  %-15s %10s\n", line == LG_SCAN_META ? "meta" : "meta, blob", "-");
+			continue;
+		}
+		printf("  %-15s %10.0f %8.2f %9.0f %9.0f %9.1f %13.1f",
+		       line == LG_SCAN_META ? "meta" : "meta, blob", tmed(res, w, line, TF_ROW_RATE),
+		       tmed(res, w, line, TF_SECS), tmed(res, w, line, TF_ROWS),
+		       tmed(res, w, line, TF_CELLS), tmed(res, w, line, TF_KV) / MIB, sst / MIB);
+		print_ratio(10, ratio(sst, bytes0), "");
+		print_ratio(10, ratio(sst, bytes0 + bytes1), "\n");
+	}
+	printf("  (each scan on a freshly opened database: an empty block cache, though the files\n"
+	       "   may be in the OS page cache; kv MiB: key and value bytes the scan went through\n"
+	       "   in the engine, uncompressed; SST MiB read: block bytes read from SSTable files\n"
+	       "   during the scan, all trees together; / default, / all: that divided by the\n"
+	       "   SSTable bytes of the default tree, of both trees.  Opening the database reads\n"
+	       "   the schema from the default tree's first SSTable, whose index and bloom filter\n"
+	       "   are then not read again by the scan, so / default stays below 1.00)\n");
+}
+
+/* Field f of prefix-scan's large table divided by the small table's. */
+static double px_ratio(struct results *res, enum tfield f)
+{
+	return ratio(tmed(res, W_PREFIX_SCAN, PX_LARGE, f), tmed(res, W_PREFIX_SCAN, PX_SMALL, f));
+}
+
+static void print_prefix_scan(const struct config *cfg, struct results *res)
+{
+	const int w = W_PREFIX_SCAN;
+
+	printf("\nprefix-scan: %" PRIu64 " scans of %d rows per table, each at a random aircraft's "
+	       "prefix\n  \"flight#TF-XXX#2024-01-\" (rows of 3 small cells in one family); tables "
+	       "fully compacted;\n  block cache off, so every block a scan needs is read from its "
+	       "SSTable file\n", cfg->scans, PX_ROWS);
+	printf("  %-34s %-21s %-21s %s\n", "", "wall us per scan", "CPU us per scan",
+	       "SST bytes per scan");
+	printf("  %10s %6s %8s %7s %10s %10s %10s %10s %10s %10s\n", "table rows", "files",
+	       "SST MiB", "build s", "median", "p99", "median", "p99", "median", "p99");
+	for (int line = PX_SMALL; line <= PX_LARGE; line++) {
+		if (!tfirst(res, w, line))
+			continue;
+		printf("  %10.0f %6.0f %8.1f %7.1f %10.1f %10.1f %10.1f %10.1f %10.0f %10.0f\n",
+		       tmed(res, w, line, TF_TABLE_ROWS), tmed(res, w, line, TF_FILES0),
+		       tmed(res, w, line, TF_BYTES0) / MIB, tmed(res, w, line, TF_BUILD),
+		       tmed(res, w, line, TF_US_MEDIAN), tmed(res, w, line, TF_US_P99),
+		       tmed(res, w, line, TF_CPU_MEDIAN), tmed(res, w, line, TF_CPU_P99),
+		       tmed(res, w, line, TF_SST_MEDIAN), tmed(res, w, line, TF_SST_P99));
+	}
+	if (!tfirst(res, w, PX_SMALL) || !tfirst(res, w, PX_LARGE)) {
+		if (!tfirst(res, w, PX_LARGE))
+			printf("  -\n");
+		return;
+	}
+	printf("  %-34s", "ratio, large table / small table");
+	print_ratio(10, px_ratio(res, TF_US_MEDIAN), "");
+	print_ratio(10, px_ratio(res, TF_US_P99), "");
+	print_ratio(10, px_ratio(res, TF_CPU_MEDIAN), "");
+	print_ratio(10, px_ratio(res, TF_CPU_P99), "");
+	print_ratio(10, px_ratio(res, TF_SST_MEDIAN), "");
+	print_ratio(10, px_ratio(res, TF_SST_P99), "\n");
+	printf("  (build s: load, flush and compaction; wall us: elapsed microseconds per scan,\n"
+	       "   which on a busy machine include waits for a CPU; CPU us: the scanning thread's\n"
+	       "   CPU time; SST bytes: block bytes read from SSTable files during the scan;\n"
+	       "   a ratio near 1.00: a prefix scan costs the same whatever the table's size)\n");
+}
+
+static void print_table_workloads(const struct config *cfg, struct results *res)
+{
+	printf("\ntable workloads on smolfs alone (LevelDB and RocksDB have no table layer, "
+	       "so no ratios)%s\n", cfg->repeat > 1 ? "; medians" : "");
+	for (int i = 0; i < cfg->ntable_workloads; i++) {
+		if (cfg->table_workloads[i] == W_LG_SCAN)
+			print_lg_scan(res);
+		else
+			print_prefix_scan(cfg, res);
+	}
+}
+
 static void print_failures(const struct config *cfg, struct results *res)
 {
 	static const char *const what[] = {
@@ -1570,6 +2601,16 @@ static void print_failures(const struct config *cfg, struct results *res)
 				       cr->last_workload >= 0 ? workload_names[cr->last_workload]
 							      : "setup");
 			}
+	for (int run = 0; run < res->nruns; run++)
+		for (int i = 0; i < cfg->ntable_workloads; i++) {
+			int w = cfg->table_workloads[i];
+			struct table_result *tr = table_result_at(res, run, w);
+
+			if (tr->outcome == RUN_OK || tr->outcome == RUN_NONE)
+				continue;
+			printf("  smolfs, %s, run %d: %s during %s\n", workload_names[w], run + 1,
+			       what[tr->outcome], tline_name(w, tr->last_line));
+		}
 }
 
 static void json_string(FILE *f, const char *s)
@@ -1620,10 +2661,75 @@ static void json_result(FILE *f, struct results *res, size_t vsize, int vs, int 
 	fprintf(f, "]}");
 }
 
+/* One pair "name": median of field f; for json_table_result. */
+static void json_tfield(FILE *f, struct results *res, int w, int line, const char *name,
+			enum tfield tf)
+{
+	fprintf(f, ", \"%s\": %.*f", name,
+		tf == TF_LOAD || tf == TF_COMPACT || tf == TF_SECS || tf == TF_US_MEDIAN ||
+		tf == TF_US_P99 || tf == TF_CPU_MEDIAN || tf == TF_CPU_P99 ? 3 : 0,
+		tmed(res, w, line, tf));
+}
+
+/* One element of the JSON "table_results" array: the medians of one line. */
+static void json_table_result(FILE *f, struct results *res, int w, int line, int *first)
+{
+	const struct trecord *r;
+	int n;
+
+	if ((w == W_LG_SCAN && line >= LG_NLINES) || (w == W_PREFIX_SCAN && line >= PX_NLINES))
+		return;
+	r = tfirst(res, w, line);
+	if (!r)
+		return;
+	fprintf(f, "%s\n    {\"workload\": ", *first ? "" : ",");
+	*first = 0;
+	json_string(f, workload_names[w]);
+	fprintf(f, ", \"line\": ");
+	json_string(f, tline_name(w, line));
+	tmedian(res, w, line, TF_TABLE_ROWS, &n);
+	fprintf(f, ", \"runs\": %d", n);
+	json_tfield(f, res, w, line, "table_rows", TF_TABLE_ROWS);
+	json_tfield(f, res, w, line, "sst_bytes_default_tree", TF_BYTES0);
+	json_tfield(f, res, w, line, "sst_files_default_tree", TF_FILES0);
+	if (w == W_LG_SCAN) {
+		fprintf(f, ", \"group_tree\": ");
+		json_string(f, r->group_tree);
+		json_tfield(f, res, w, line, "sst_bytes_group_tree", TF_BYTES1);
+		json_tfield(f, res, w, line, "sst_files_group_tree", TF_FILES1);
+	}
+	if (w == W_PREFIX_SCAN || line == LG_LOAD) {
+		json_tfield(f, res, w, line, "load_secs", TF_LOAD);
+		json_tfield(f, res, w, line, "compact_secs", TF_COMPACT);
+	}
+	if (w == W_PREFIX_SCAN || line != LG_LOAD) {
+		json_tfield(f, res, w, line, "scan_secs", TF_SECS);
+		json_tfield(f, res, w, line, "rows_read", TF_ROWS);
+		json_tfield(f, res, w, line, "cells_read", TF_CELLS);
+		json_tfield(f, res, w, line, "sst_bytes_read", TF_SST);
+	}
+	if (w == W_LG_SCAN && line != LG_LOAD) {
+		json_tfield(f, res, w, line, "rows_per_sec", TF_ROW_RATE);
+		json_tfield(f, res, w, line, "kv_bytes_read", TF_KV);
+	}
+	if (w == W_PREFIX_SCAN) {
+		json_tfield(f, res, w, line, "scans", TF_SCANS);
+		json_tfield(f, res, w, line, "micros_per_scan_median", TF_US_MEDIAN);
+		json_tfield(f, res, w, line, "micros_per_scan_p99", TF_US_P99);
+		json_tfield(f, res, w, line, "cpu_micros_per_scan_median", TF_CPU_MEDIAN);
+		json_tfield(f, res, w, line, "cpu_micros_per_scan_p99", TF_CPU_P99);
+		json_tfield(f, res, w, line, "sst_bytes_per_scan_median", TF_SST_MEDIAN);
+		json_tfield(f, res, w, line, "sst_bytes_per_scan_p99", TF_SST_P99);
+	}
+	json_tfield(f, res, w, line, "disk_bytes", TF_DISK);
+	json_tfield(f, res, w, line, "peak_rss_kb", TF_RSS);
+	fprintf(f, "}");
+}
+
 /*
  * The JSON file: the settings, then one object per (value size, engine,
  * workload) with the medians and every run's ops/s, then each child's peak
- * RSS.  Written by hand: the format is small and fixed, and smolfs depends on
+ * RSS, then one object per line of each table workload.  Written by hand: the format is small and fixed, and smolfs depends on
  * no JSON library.
  */
 static int write_json(const struct config *cfg, struct results *res)
@@ -1637,7 +2743,8 @@ static int write_json(const struct config *cfg, struct results *res)
 		cfg->num, cfg->reads);
 	fprintf(f, "\"key_size\": %d, \"batch\": %d, \"sync\": %s, \"repeat\": %d, ",
 		KEY_SIZE, cfg->batch, cfg->sync ? "true" : "false", cfg->repeat);
-	fprintf(f, "\"seek_reads\": %d, \"seed\": %" PRIu64 ",\n", cfg->seek_reads, cfg->seed);
+	fprintf(f, "\"seek_reads\": %d, \"scans\": %" PRIu64 ", \"seed\": %" PRIu64 ",\n",
+		cfg->seek_reads, cfg->scans, cfg->seed);
 	fprintf(f, "    \"write_buffer_size\": %u, \"block_cache_size\": %u, ",
 		WRITE_BUFFER_SIZE, BLOCK_CACHE_SIZE);
 	fprintf(f, "\"bloom_bits_per_key\": %d, \"block_size\": %d, \"max_open_files\": %d,\n",
@@ -1671,6 +2778,11 @@ static int write_json(const struct config *cfg, struct results *res)
 				first ? "" : ",", cfg->value_sizes[vs], engine_names[engine], kb);
 			first = 0;
 		}
+	fprintf(f, "\n  ],\n  \"table_results\": [");
+	first = 1;
+	for (int i = 0; i < cfg->ntable_workloads; i++)
+		for (int line = 0; line < MAX_TLINES; line++)
+			json_table_result(f, res, cfg->table_workloads[i], line, &first);
 	fprintf(f, "\n  ],\n  \"failures\": %d\n}\n", res->failures);
 	if (ferror(f)) {
 		fclose(f);
@@ -1689,25 +2801,31 @@ static void usage(FILE *f)
 #ifdef HAVE_PEERS
 		", LevelDB and RocksDB"
 #endif
-		" and measure them.\n"
+		" and measure them;\n"
+		"and, on smolfs alone, workloads of its table layer, which the peers lack (so\n"
+		"there are no ratios for those).\n"
 		"\n"
-		"  --benchmarks LIST   workloads to run, in order (default: all, in this order):\n"
-		"                      fillseq,fillrandom,overwrite,readrandom,readseq,"
-		"seekrandom,\n"
-		"                      readrandom-compacted\n"
+		"  --benchmarks LIST   workloads to run, in order (default: the kv workloads,\n"
+		"                      in this order): fillseq,fillrandom,overwrite,readrandom,\n"
+		"                      readseq,seekrandom,readrandom-compacted; and the table\n"
+		"                      workloads, smolfs only, run when named: lg-scan (a scan\n"
+		"                      of one locality group), prefix-scan (100-row prefix scans\n"
+		"                      in a 10000-row and a --num-row table)\n"
 		"  --engines LIST      engines to run (default: all built in):"
 		" smolfs"
 #ifdef HAVE_PEERS
 		",leveldb,rocksdb"
 #endif
 		"\n"
-		"  --num N             entries written by the fills; keys are 0..N-1 (default %d)\n"
+		"  --num N             entries written by the fills; keys are 0..N-1; rows of the\n"
+		"                      table workloads (default %d)\n"
 		"  --reads N           operations of each read workload (default: --num)\n"
 		"  --value-size N      value bytes (default %d)\n"
 		"  --value-sizes LIST  run each of these value sizes, e.g. 100,1024\n"
 		"  --batch N           entries per write (default 1)\n"
 		"  --sync              fsync the log on every write (default: no sync)\n"
 		"  --seek-reads N      entries read after each seek in seekrandom (default %d)\n"
+		"  --scans N           prefix scans per table size in prefix-scan (default %d)\n"
 		"  --repeat N          run everything N times and report medians (default 1)\n"
 		"  --db DIR            make the databases under DIR (default: a new directory in\n"
 		"                      $TMPDIR or /tmp, removed at the end)\n"
@@ -1716,7 +2834,7 @@ static void usage(FILE *f)
 		"  --quiet             no progress lines on stderr\n"
 		"  --help              show this help and exit\n"
 		"\n"
-		"See smolbench(1).\n", DEFAULT_NUM, DEFAULT_VALUE, DEFAULT_SEEK_READ);
+		"See smolbench(1).\n", DEFAULT_NUM, DEFAULT_VALUE, DEFAULT_SEEK_READ, DEFAULT_SCANS);
 }
 
 static uint64_t parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max)
@@ -1790,7 +2908,7 @@ static void parse_options(struct config *cfg, int argc, char **argv)
 {
 	enum {
 		OPT_BENCHMARKS = 256, OPT_ENGINES, OPT_NUM, OPT_READS, OPT_VALUE_SIZE,
-		OPT_VALUE_SIZES, OPT_BATCH, OPT_SYNC, OPT_SEEK_READS, OPT_REPEAT, OPT_DB,
+		OPT_VALUE_SIZES, OPT_BATCH, OPT_SYNC, OPT_SEEK_READS, OPT_SCANS, OPT_REPEAT, OPT_DB,
 		OPT_JSON, OPT_SEED,
 		OPT_QUIET, OPT_HELP,
 	};
@@ -1804,6 +2922,7 @@ static void parse_options(struct config *cfg, int argc, char **argv)
 		{ "batch", required_argument, NULL, OPT_BATCH },
 		{ "sync", no_argument, NULL, OPT_SYNC },
 		{ "seek-reads", required_argument, NULL, OPT_SEEK_READS },
+		{ "scans", required_argument, NULL, OPT_SCANS },
 		{ "repeat", required_argument, NULL, OPT_REPEAT },
 		{ "db", required_argument, NULL, OPT_DB },
 		{ "json", required_argument, NULL, OPT_JSON },
@@ -1812,7 +2931,7 @@ static void parse_options(struct config *cfg, int argc, char **argv)
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
-	int reads_set = 0, engines_set = 0, opt;
+	int reads_set = 0, engines_set = 0, opt, listed[NWORKLOADS], nlisted = 0;
 
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->num = DEFAULT_NUM;
@@ -1821,15 +2940,17 @@ static void parse_options(struct config *cfg, int argc, char **argv)
 	cfg->batch = 1;
 	cfg->repeat = 1;
 	cfg->seek_reads = DEFAULT_SEEK_READ;
+	cfg->scans = DEFAULT_SCANS;
 	cfg->seed = 301;
 	for (int w = 0; w < NWORKLOADS; w++)
-		cfg->workloads[cfg->nworkloads++] = w;
+		if (!is_table_workload(w))
+			listed[nlisted++] = w;
 
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case OPT_BENCHMARKS:
-			cfg->nworkloads = parse_list("--benchmarks", optarg, workload_names,
-						     NWORKLOADS, cfg->workloads);
+			nlisted = parse_list("--benchmarks", optarg, workload_names, NWORKLOADS,
+					     listed);
 			break;
 		case OPT_ENGINES:
 			cfg->nengines = parse_list("--engines", optarg, engine_names, NENGINES,
@@ -1860,6 +2981,9 @@ static void parse_options(struct config *cfg, int argc, char **argv)
 			break;
 		case OPT_SEEK_READS:
 			cfg->seek_reads = parse_u64("--seek-reads", optarg, 0, INT_MAX);
+			break;
+		case OPT_SCANS:
+			cfg->scans = parse_u64("--scans", optarg, 1, 100000000);
 			break;
 		case OPT_REPEAT:
 			cfg->repeat = parse_u64("--repeat", optarg, 1, 1000);
@@ -1892,6 +3016,13 @@ static void parse_options(struct config *cfg, int argc, char **argv)
 		die("unexpected argument '%s' (see --help)", argv[optind]);
 	if (!reads_set)
 		cfg->reads = cfg->num;
+	/* The kv workloads run in every engine's child; each table workload in its own. */
+	for (int i = 0; i < nlisted; i++) {
+		if (is_table_workload(listed[i]))
+			cfg->table_workloads[cfg->ntable_workloads++] = listed[i];
+		else
+			cfg->workloads[cfg->nworkloads++] = listed[i];
+	}
 	if (!engines_set) {
 		cfg->engines[cfg->nengines++] = E_SMOLFS;
 #ifdef HAVE_PEERS
@@ -1899,6 +3030,12 @@ static void parse_options(struct config *cfg, int argc, char **argv)
 		cfg->engines[cfg->nengines++] = E_ROCKSDB;
 #endif
 	}
+	if (cfg->ntable_workloads && !engine_selected(cfg, E_SMOLFS))
+		die("--benchmarks: %s runs on smolfs alone, which --engines leaves out",
+		    workload_names[cfg->table_workloads[0]]);
+	for (int i = 0; i < cfg->ntable_workloads; i++)
+		if (cfg->table_workloads[i] == W_PREFIX_SCAN && cfg->num < PX_ROWS)
+			die("--num: prefix-scan needs at least %d rows", PX_ROWS);
 #ifndef HAVE_PEERS
 	for (int e = 0; e < cfg->nengines; e++)
 		if (cfg->engines[e] != E_SMOLFS)
@@ -1941,7 +3078,8 @@ int main(int argc, char **argv)
 	res.nruns = cfg.repeat;
 	res.nvs = cfg.nvalue_sizes;
 	res.r = calloc((size_t)res.nruns * res.nvs * NENGINES, sizeof(*res.r));
-	if (!res.r)
+	res.t = calloc((size_t)res.nruns * NTABLE_WORKLOADS, sizeof(*res.t));
+	if (!res.r || !res.t)
 		die("out of memory");
 
 	/*
@@ -1949,15 +3087,20 @@ int main(int argc, char **argv)
 	 * (another job, a page cache flush) tends to hit one run of every engine
 	 * rather than every run of one.
 	 */
-	for (int run = 0; run < cfg.repeat; run++)
-		for (int vs = 0; vs < cfg.nvalue_sizes; vs++)
+	for (int run = 0; run < cfg.repeat; run++) {
+		for (int vs = 0; vs < cfg.nvalue_sizes && cfg.nworkloads; vs++)
 			for (int e = 0; e < cfg.nengines; e++)
 				run_child(&cfg, &res, run, vs, cfg.engines[e]);
+		for (int i = 0; i < cfg.ntable_workloads; i++)
+			run_table_child(&cfg, &res, run, cfg.table_workloads[i]);
+	}
 
-	for (int vs = 0; vs < cfg.nvalue_sizes; vs++)
+	for (int vs = 0; vs < cfg.nvalue_sizes && cfg.nworkloads; vs++)
 		print_value_size(&cfg, &res, vs);
 	if (res.rocksdb_snappy)
 		printf("\nnote: this RocksDB has no zstd; it used snappy.\n");
+	if (cfg.ntable_workloads)
+		print_table_workloads(&cfg, &res);
 	print_failures(&cfg, &res);
 
 	if (cfg.json_path) {
@@ -1975,5 +3118,6 @@ int main(int argc, char **argv)
 	}
 	free(cfg.db_base);
 	free(res.r);
+	free(res.t);
 	return res.failures ? 1 : 0;
 }
