@@ -418,7 +418,7 @@ int kv_close(struct kv_db *db)
 	if (!db)
 		return 0;
 	pthread_mutex_lock(&db->mu);
-	db->shutting_down = 1;
+	__atomic_store_n(&db->shutting_down, 1, __ATOMIC_RELAXED);  /* read unlocked by compactions */
 	pthread_cond_broadcast(&db->work_cv);
 	pthread_mutex_unlock(&db->mu);
 	if (db->threads_started) {
