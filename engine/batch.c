@@ -45,6 +45,17 @@ struct kv_batch *kv_batch_new(void)
 	return b;
 }
 
+void batch_init_fixed(struct kv_batch *b, char *mem, size_t cap)
+{
+	assert(cap >= BATCH_HEADER);
+	memset(mem, 0, BATCH_HEADER);
+	b->rep.data = mem;
+	b->rep.len = BATCH_HEADER;
+	b->rep.cap = cap;
+	b->count = 0;
+	b->has_trees = 0;
+}
+
 void kv_batch_free(struct kv_batch *b)
 {
 	if (!b)
@@ -99,6 +110,7 @@ static int check_room(const struct kv_batch *b, size_t klen, size_t vlen)
 static void add(struct kv_batch *b, uint32_t tree, int type, struct slice key,
 		const struct slice *value)
 {
+	/* within BATCH_MUTATION_OVERHEAD + key + value: batch_init_fixed relies on it */
 	buf_reserve(&b->rep, 1 + 5 + 5 + key.len + (value ? 5 + value->len : 0));
 	b->rep.data[b->rep.len++] = (char)(type | (tree ? BATCH_TREE_FLAG : 0));
 	if (tree) {

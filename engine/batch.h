@@ -37,6 +37,21 @@ static inline int batch_has_trees(const struct kv_batch *b)
 	return b->has_trees;
 }
 
+/*
+ * The most bytes one mutation adds to a batch besides its key and value (or
+ * end key): type, tree id and two length prefixes.
+ */
+#define BATCH_MUTATION_OVERHEAD 16
+
+/*
+ * Make b an empty batch in the caller's memory mem of cap bytes, for one
+ * write that should cost no allocation (kv_put).  The batch never grows:
+ * REQUIRES cap >= BATCH_HEADER plus, for each mutation added,
+ * BATCH_MUTATION_OVERHEAD + its key and value bytes.  Not freed with
+ * kv_batch_free; mem belongs to the caller.
+ */
+void batch_init_fixed(struct kv_batch *b, char *mem, size_t cap);
+
 uint64_t batch_seq(const struct kv_batch *b);
 void batch_set_seq(struct kv_batch *b, uint64_t seq);
 /*

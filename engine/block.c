@@ -150,25 +150,34 @@ int blk_parse(struct slice contents, struct block *out)
 
 /* ------------------------------------------------------------ iterator */
 
-struct blk_iter {
-	struct iter base;
-	const char *data;
-	uint32_t limit;          /* restart_offset: entries end here */
-	const char *restarts;
-	uint32_t nrestarts;
-	key_cmp_fn cmp;
-	/*
-	 * cur is the offset of the current entry (limit when not positioned);
-	 * next_off the offset just past it; ridx the restart interval holding
-	 * cur, which prev() uses to find where to re-scan from.
-	 */
-	uint32_t cur, next_off, ridx;
-	struct buf key;
-	struct slice value;
-	int status;
-	void (*release)(void *arg);
-	void *release_arg;
-};
+/*
+ * The current key lives in the iterator's own small buffer until one does
+ * not fit, so neither an iterator on the stack nor a short key costs an
+ * allocation.  Room for need bytes in it->key.
+ */
+static void key_reserve(struct blk_iter *it, size_t need)
+{
+	size_t cap;
+	char *p;
+
+	if (need <= it->key.cap)
+		return;
+	cap = it->key.cap * 2 > need ? it->key.cap * 2 : need;
+	if (it->key.data == it->key_inline) {
+		p = xmalloc(cap);
+		memcpy(p, it->key.data, it->key.len);
+	} else {
+		p = xrealloc(it->key.data, cap);
+	}
+	it->key.data = p;
+	it->key.cap = cap;
+}
+
+/* The comparator, inline for internal keys (nearly every block): no call per probe. */
+static inline int blk_cmp(const struct blk_iter *it, struct slice a, struct slice b)
+{
+	return it->cmp == ikey_cmp_fn ? ikey_cmp(a, b) : it->cmp(a, b);
+}
 
 static inline uint32_t restart_at(const struct blk_iter *it, uint32_t i)
 {
@@ -250,7 +259,9 @@ static void parse_next(struct blk_iter *it)
 		return;
 	}
 	it->key.len = shared;
-	buf_append(&it->key, it->data + k, unshared);
+	key_reserve(it, (size_t)shared + unshared);
+	memcpy(it->key.data + shared, it->data + k, unshared);
+	it->key.len = (size_t)shared + unshared;
 	it->value = slice_make(it->data + k + unshared, vlen);
 	it->cur = off;
 	it->next_off = k + unshared + vlen;
@@ -330,7 +341,7 @@ static void bi_seek(struct iter *base, struct slice target)
 		uint32_t mid = lo + (hi - lo + 1) / 2;
 		if (!restart_key(it, mid, &k))
 			return;
-		if (it->cmp(k, target) < 0)
+		if (blk_cmp(it, k, target) < 0)
 			lo = mid;
 		else
 			hi = mid - 1;
@@ -338,7 +349,7 @@ static void bi_seek(struct iter *base, struct slice target)
 	seek_restart(it, lo);
 	for (;;) {
 		parse_next(it);
-		if (!bi_valid(base) || it->cmp(buf_slice(&it->key), target) >= 0)
+		if (!bi_valid(base) || blk_cmp(it, buf_slice(&it->key), target) >= 0)
 			return;
 	}
 }
@@ -348,6 +359,12 @@ static void bi_next(struct iter *base)
 	struct blk_iter *it = (struct blk_iter *)base;
 
 	assert(bi_valid(base));
+	parse_next(it);
+}
+
+void blk_iter_next(struct blk_iter *it)
+{
+	assert(bi_valid(&it->base));
 	parse_next(it);
 }
 
@@ -402,13 +419,23 @@ static int bi_status(struct iter *base)
 	return ((struct blk_iter *)base)->status;
 }
 
+void blk_iter_release(struct blk_iter *it)
+{
+	if (it->release)
+		it->release(it->release_arg);
+	it->release = NULL;
+	if (it->key.data != it->key_inline)
+		free(it->key.data);
+	it->key.data = it->key_inline;
+	it->key.cap = sizeof(it->key_inline);
+	it->key.len = 0;
+}
+
 static void bi_destroy(struct iter *base)
 {
 	struct blk_iter *it = (struct blk_iter *)base;
 
-	if (it->release)
-		it->release(it->release_arg);
-	buf_free(&it->key);
+	blk_iter_release(it);
 	free(it);
 }
 
@@ -426,12 +453,14 @@ static const struct iter_ops blk_iter_ops = {
 	.max_seq = NULL,
 };
 
-struct iter *blk_iter_new(const struct block *blk, key_cmp_fn cmp,
-			  void (*release)(void *arg), void *release_arg)
+void blk_iter_init(struct blk_iter *it, const struct block *blk, key_cmp_fn cmp,
+		   void (*release)(void *arg), void *release_arg)
 {
-	struct blk_iter *it = xcalloc(1, sizeof(*it));
-
 	it->base.ops = &blk_iter_ops;
+	it->key.data = it->key_inline;
+	it->key.len = 0;
+	it->key.cap = sizeof(it->key_inline);
+	it->status = 0;
 	it->data = blk->contents.data;
 	it->limit = blk->restart_offset;
 	it->restarts = blk->contents.data + blk->restart_offset;
@@ -440,5 +469,13 @@ struct iter *blk_iter_new(const struct block *blk, key_cmp_fn cmp,
 	it->release = release;
 	it->release_arg = release_arg;
 	mark_invalid(it);
+}
+
+struct iter *blk_iter_new(const struct block *blk, key_cmp_fn cmp,
+			  void (*release)(void *arg), void *release_arg)
+{
+	struct blk_iter *it = xmalloc(sizeof(*it));
+
+	blk_iter_init(it, blk, cmp, release, release_arg);
 	return &it->base;
 }

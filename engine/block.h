@@ -63,4 +63,49 @@ int blk_parse(struct slice contents, struct block *out);
 struct iter *blk_iter_new(const struct block *blk, key_cmp_fn cmp,
 			  void (*release)(void *arg), void *release_arg);
 
+/*
+ * The same iterator made in the caller's memory (on the stack, for a point
+ * lookup that should not allocate): use &it->base as a struct iter, and
+ * end it with blk_iter_release instead of iter_destroy.  The fields are
+ * private to block.c.
+ */
+struct blk_iter {
+	struct iter base;
+	const char *data;
+	uint32_t limit;          /* restart_offset: entries end here */
+	const char *restarts;
+	uint32_t nrestarts;
+	key_cmp_fn cmp;
+	/*
+	 * cur is the offset of the current entry (limit when not positioned);
+	 * next_off the offset just past it; ridx the restart interval holding
+	 * cur, which prev() uses to find where to re-scan from.
+	 */
+	uint32_t cur, next_off, ridx;
+	struct buf key;          /* in key_inline while it fits */
+	struct slice value;
+	int status;
+	void (*release)(void *arg);
+	void *release_arg;
+	char key_inline[48];
+};
+void blk_iter_init(struct blk_iter *it, const struct block *blk, key_cmp_fn cmp,
+		   void (*release)(void *arg), void *release_arg);
+void blk_iter_release(struct blk_iter *it);
+
+/* Direct forms of the hot operations, for a caller that knows its iterator is a block's. */
+static inline int blk_iter_valid(const struct blk_iter *it)
+{
+	return it->status == 0 && it->cur < it->limit;
+}
+static inline struct slice blk_iter_key(const struct blk_iter *it)
+{
+	return buf_slice(&it->key);
+}
+static inline struct slice blk_iter_value(const struct blk_iter *it)
+{
+	return it->value;
+}
+void blk_iter_next(struct blk_iter *it);   /* REQUIRES blk_iter_valid */
+
 #endif

@@ -226,9 +226,14 @@ static int replay_log(struct kv_db *db, uint64_t number, uint64_t *max_seq)
 		if ((r = flush_recovered(db, 1)) < 0)
 			goto out;
 	}
-	if (r == 0 && wal_reader_torn(rd, &torn_at))
-		db_log(db, KV_LOG_WARN, "%s: torn tail at offset %llu (an unfinished write) ignored",
+	if (r == 0 && wal_reader_torn(rd, &torn_at)) {
+		/* zeros alone are space reserved ahead for the log, not a write cut short */
+		int zeros = wal_reader_torn_zeros(rd);
+		db_log(db, zeros ? KV_LOG_DEBUG : KV_LOG_WARN,
+		       zeros ? "%s: ends in reserved space (zeros) at offset %llu"
+			     : "%s: torn tail at offset %llu (an unfinished write) ignored",
 		       path, (unsigned long long)torn_at);
+	}
 out:
 	if (rd)
 		wal_reader_free(rd);
@@ -322,7 +327,7 @@ static int recover(struct kv_db *db)
 	/* a fresh log for new writes, then a manifest that no longer needs the old ones */
 	db->wal_number = vs_new_file_number(db->vs);
 	path = log_path(db, db->wal_number);
-	r = env_open_append(db->env, path, &f);
+	r = env_open_log(db->env, path, &f);
 	free(path);
 	if (r < 0)
 		goto out;
@@ -508,7 +513,7 @@ static int make_room(struct kv_db *db, int force)
 		struct env_file *f;
 		int r = wal_sync(db->wal);
 		if (r == 0)
-			r = env_open_append(db->env, path, &f);
+			r = env_open_log(db->env, path, &f);
 		if (r == 0) {
 			r = env_sync_dir(db->env, db->dir);
 			if (r < 0)
@@ -685,38 +690,62 @@ int kv_write(struct kv_db *db, const struct kv_batch *b, unsigned flags)
 	return r;
 }
 
+/*
+ * A batch of one mutation of n key and value bytes: on the stack when it
+ * fits (no allocation on the common small write), else on the heap.
+ */
+#define ONE_WRITE_STACK 512
+
+static struct kv_batch *one_write_batch(struct kv_batch *sb, char *mem, size_t n)
+{
+	if (n <= ONE_WRITE_STACK - BATCH_HEADER - BATCH_MUTATION_OVERHEAD) {
+		batch_init_fixed(sb, mem, ONE_WRITE_STACK);
+		return sb;
+	}
+	return kv_batch_new();
+}
+
+static void one_write_done(struct kv_batch *sb, struct kv_batch *b)
+{
+	if (b != sb)
+		kv_batch_free(b);
+}
+
 int kv_put(struct kv_db *db, const void *key, size_t klen, const void *val, size_t vlen,
 	   unsigned flags)
 {
-	struct kv_batch *b = kv_batch_new();
+	char mem[ONE_WRITE_STACK];
+	struct kv_batch sb, *b = one_write_batch(&sb, mem, klen + vlen);
 	int r = kv_batch_put(b, key, klen, val, vlen);
 
 	if (r == 0)
 		r = kv_write(db, b, flags);
-	kv_batch_free(b);
+	one_write_done(&sb, b);
 	return r;
 }
 
 int kv_delete(struct kv_db *db, const void *key, size_t klen, unsigned flags)
 {
-	struct kv_batch *b = kv_batch_new();
+	char mem[ONE_WRITE_STACK];
+	struct kv_batch sb, *b = one_write_batch(&sb, mem, klen);
 	int r = kv_batch_delete(b, key, klen);
 
 	if (r == 0)
 		r = kv_write(db, b, flags);
-	kv_batch_free(b);
+	one_write_done(&sb, b);
 	return r;
 }
 
 int kv_delete_range(struct kv_db *db, const void *start, size_t slen, const void *end, size_t elen,
 		    unsigned flags)
 {
-	struct kv_batch *b = kv_batch_new();
+	char mem[ONE_WRITE_STACK];
+	struct kv_batch sb, *b = one_write_batch(&sb, mem, slen + elen);
 	int r = kv_batch_delete_range(b, start, slen, end, elen);
 
 	if (r == 0)
 		r = kv_write(db, b, flags);
-	kv_batch_free(b);
+	one_write_done(&sb, b);
 	return r;
 }
 

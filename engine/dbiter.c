@@ -9,10 +9,11 @@
  * newest visible version, or a range tombstone newer than the version), and
  * the older versions of each key.
  *
- * Range tombstones of all sources that overlap the iterator's bounds are
- * gathered once, at creation, into one fragmented set holding for each
- * fragment the newest sequence visible at the snapshot; a cursor then answers
- * "is this key deleted" in amortised constant time.  When a key is covered,
+ * Range tombstones of the memtables are gathered once, at creation, into one
+ * fragmented set holding for each fragment the newest sequence visible at
+ * the snapshot; the tables' are read from each table's own fragmented set
+ * (version.h's tombstone cursor).  Cursors then answer "is this key
+ * deleted" in amortised constant time per source.  When a key is covered,
  * every source whose newest entry is older than the tombstone is sought
  * straight past the fragment, so a deleted row or table is skipped, not
  * walked.
@@ -35,7 +36,8 @@ struct kv_iter {
 	uint64_t seq;
 	struct rdel_set *tombs;              /* the memtables' tombstones at the snapshot */
 	struct rdel_cursor cursor;
-	struct rdel_cursor vcursor;          /* over the version's (cached) tombstones */
+	struct vtomb_cursor *vcursor;        /* over the tables' tombstones */
+	int has_tombs;                       /* the memtables or some table hold tombstones */
 	struct buf lower, upper;
 	int has_lower, has_upper;
 	int reverse;
@@ -124,7 +126,8 @@ struct kv_iter *kv_iter_new(struct kv_db *db, const struct kv_read_options *ro)
 	it->tombs = rdel_set_build(t, nt, it->seq, 1);
 	free(t);
 	rdel_cursor_init(&it->cursor, it->tombs);
-	rdel_cursor_init(&it->vcursor, version_range_dels(it->v));
+	it->vcursor = vtomb_cursor_new(it->v);
+	it->has_tombs = rdel_set_count(it->tombs) > 0 || !vtomb_cursor_empty(it->vcursor);
 	return it;
 }
 
@@ -159,6 +162,7 @@ void kv_iter_free(struct kv_iter *it)
 		return;
 	db = it->db;
 	iter_destroy(it->merged);
+	vtomb_cursor_free(it->vcursor);
 	rdel_set_free(it->tombs);
 	mem_unref(it->mem);
 	if (it->imm)
@@ -182,10 +186,18 @@ void kv_iter_free(struct kv_iter *it)
  */
 static uint64_t covering(struct kv_iter *it, struct slice uk, const struct rdel_frag **fr)
 {
-	uint64_t a = rdel_cursor_covering(&it->cursor, uk, it->seq);
-	uint64_t b = rdel_cursor_covering(&it->vcursor, uk, it->seq);
+	const struct rdel_frag *vfr;
+	uint64_t a, b;
 
-	*fr = a >= b ? rdel_cursor_frag(&it->cursor) : rdel_cursor_frag(&it->vcursor);
+	if (!it->has_tombs) {
+		/* the common case: nothing to look up for each entry */
+		*fr = NULL;
+		return 0;
+	}
+	a = rdel_cursor_covering(&it->cursor, uk, it->seq);
+	b = vtomb_cursor_covering(it->vcursor, uk, it->seq, &vfr);
+
+	*fr = a >= b ? rdel_cursor_frag(&it->cursor) : vfr;
 	return a >= b ? a : b;
 }
 
@@ -265,8 +277,8 @@ static void find_next(struct kv_iter *it, int skipping)
 		}
 		if (above_upper(it, uk))
 			return;
-		const struct rdel_frag *fr;
-		tomb = covering(it, uk, &fr);
+		const struct rdel_frag *fr = NULL;
+		tomb = it->has_tombs ? covering(it, uk, &fr) : 0;
 		if (tomb > seq) {
 			buf_set(&it->saved_key, uk.data, uk.len);
 			skipping = 1;

@@ -3,6 +3,21 @@
  * names through rename/unlink/fsync of the directory, and the database's
  * lock through fcntl.
  *
+ * Tables are read through a read-only map of the whole file (map), so a
+ * block read is a pointer, not a pread(2) and a copy.
+ *
+ * Log files (open_log) are written through a shared memory map instead of
+ * write(2): an append is a memcpy into the page cache, which is all a
+ * write(2) without fsync achieves too (the bytes survive the process being
+ * killed, not a power cut), at a fraction of the cost of a system call per
+ * record.  The map is a window over space reserved ahead with fallocate(2),
+ * so a full disk is an -ENOSPC from the append that needs the space (which
+ * then writes nothing), never a SIGBUS from a store into a page with no
+ * block behind it.  The file is cut back to the bytes appended when it is
+ * closed; a process killed before that leaves the reserved tail as zeros,
+ * which a log reader takes for the torn tail of an unfinished write (wal.h).
+ * Where fallocate is not supported the file falls back to pwrite(2).
+ *
  * fcntl locks belong to a process, so a second lock of the same file from
  * the same process would silently succeed; a process-wide table of locked
  * (device, inode) pairs catches that case too, and both give -EBUSY.
@@ -15,8 +30,15 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* The window of a log file's map grows with the file between these sizes. */
+#define LOG_WINDOW_MIN ((size_t)64 << 10)
+#define LOG_WINDOW_MAX ((size_t)4 << 20)
+/* Appends at least this large go through pwrite(2): the copy dominates anyway. */
+#define LOG_DIRECT_MIN ((size_t)256 << 10)
 
 struct posix_file {
 	struct env_file base;
@@ -24,6 +46,15 @@ struct posix_file {
 	dev_t dev;      /* lock files only */
 	ino_t ino;
 	char *path;
+	/* log files (opened with open_log) */
+	int is_log;
+	int no_map;         /* no fallocate here: pwrite at size instead */
+	int reserved;       /* space was reserved past size: cut it at close */
+	uint64_t reserved_end;  /* blocks are reserved for [0, reserved_end) */
+	char *map;          /* a log's window (NULL before the first append), or a read map */
+	size_t map_len;
+	uint64_t map_off;   /* file offset of the window; page aligned */
+	uint64_t size;      /* bytes appended: the file's length once closed */
 };
 
 static int err_path(int err, const char *what, const char *path)
@@ -84,10 +115,15 @@ static int posix_pread(struct env_file *ef, void *buf, size_t n, uint64_t off, s
 	return 0;
 }
 
+static int log_append(struct posix_file *f, const char *p, size_t n);
+
 static int posix_append(struct env_file *ef, const void *buf, size_t n)
 {
 	struct posix_file *f = (struct posix_file *)ef;
 	const char *p = buf;
+
+	if (f->is_log)
+		return log_append(f, p, n);
 
 	while (n > 0) {
 		ssize_t r = write(f->fd, p, n);
@@ -106,8 +142,165 @@ static int posix_sync(struct env_file *ef)
 {
 	struct posix_file *f = (struct posix_file *)ef;
 
+	/* a shared map's dirty pages are the file's page cache: fdatasync covers them */
 	if (fdatasync(f->fd) < 0)
 		return err_path(errno, "fdatasync", f->path);
+	return 0;
+}
+
+static int posix_open_log(struct kv_env *env, const char *path, struct env_file **out)
+{
+	/* read and write: a shared writable map needs both */
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	struct posix_file *f;
+
+	*out = NULL;
+	if (fd < 0)
+		return err_path(errno, "create", path);
+	f = pf_new(env, fd, path);
+	f->is_log = 1;
+	*out = &f->base;
+	return 0;
+}
+
+static void log_unmap(struct posix_file *f)
+{
+	if (f->map)
+		munmap(f->map, f->map_len);
+	f->map = NULL;
+	f->map_len = 0;
+}
+
+/*
+ * Make sure the file has blocks for [f->size, end), so stores through the
+ * map below end cannot fault for want of space.  Returns 0, a negative
+ * errno (-ENOSPC: nothing was written, the append fails whole), or 1 if
+ * this file system cannot reserve space (the caller then writes without a
+ * map).
+ */
+static int log_reserve(struct posix_file *f, uint64_t end)
+{
+	if (end <= f->reserved_end)
+		return 0;
+	if (fallocate(f->fd, 0, (off_t)f->size, (off_t)(end - f->size)) < 0) {
+		if (errno == EOPNOTSUPP || errno == ENOSYS)
+			return 1;
+		return err_path(errno, "fallocate", f->path);
+	}
+	f->reserved = 1;
+	f->reserved_end = end;
+	return 0;
+}
+
+/*
+ * Map a fresh window over the space from f->size on, reserving all of it
+ * if the disk allows (else only what log_reserve reserved is ever stored
+ * into).
+ */
+static int log_remap(struct posix_file *f)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t off = f->size - f->size % (uint64_t)page;
+	size_t len = f->size < LOG_WINDOW_MIN ? LOG_WINDOW_MIN
+		   : f->size > LOG_WINDOW_MAX ? LOG_WINDOW_MAX : (size_t)f->size;
+	void *p;
+
+	log_unmap(f);
+	if (off + len > f->reserved_end &&
+	    fallocate(f->fd, 0, (off_t)off, (off_t)len) == 0) {
+		f->reserved = 1;
+		f->reserved_end = off + len;
+	}
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, f->fd, (off_t)off);
+	if (p == MAP_FAILED)
+		return err_path(errno, "mmap", f->path);
+	f->map = p;
+	f->map_len = len;
+	f->map_off = off;
+	return 0;
+}
+
+static int pwrite_all(struct posix_file *f, const char *p, size_t n, uint64_t off)
+{
+	while (n > 0) {
+		ssize_t r = pwrite(f->fd, p, n, (off_t)off);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return err_path(errno, "write", f->path);
+		}
+		p += r;
+		off += (uint64_t)r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+static int log_append(struct posix_file *f, const char *p, size_t n)
+{
+	int r;
+
+	if (n >= LOG_DIRECT_MIN || f->no_map) {
+		/* the map and pwrite share the page cache, so the two mix freely */
+		r = pwrite_all(f, p, n, f->size);
+		if (r == 0)
+			f->size += n;
+		return r;
+	}
+	r = log_reserve(f, f->size + n);
+	if (r == 1) {
+		f->no_map = 1;   /* from here on, plain writes at f->size */
+		return log_append(f, p, n);
+	}
+	if (r < 0)
+		return r;
+	while (n > 0) {
+		uint64_t end = f->map_off + f->map_len;
+		size_t room, k;
+
+		if (!f->map || f->size >= end) {
+			r = log_remap(f);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		room = (size_t)(end - f->size);
+		k = n < room ? n : room;
+		memcpy(f->map + (f->size - f->map_off), p, k);
+		f->size += k;
+		p += k;
+		n -= k;
+	}
+	return 0;
+}
+
+static int posix_map(struct env_file *ef, uint64_t size, const char **out)
+{
+	struct posix_file *f = (struct posix_file *)ef;
+	struct stat st;
+	void *p;
+
+	*out = NULL;
+	/* a 32-bit address space could not hold the maps of a thousand tables */
+	if (sizeof(void *) < 8 || size == 0 || size > SIZE_MAX)
+		return -EOPNOTSUPP;
+	if (f->map) {
+		if (size > f->map_len)
+			return -EINVAL;
+		*out = f->map;
+		return 0;
+	}
+	if (fstat(f->fd, &st) < 0)
+		return err_path(errno, "stat", f->path);
+	if ((uint64_t)st.st_size < size)
+		return KV_ERROR(-EINVAL, "%s is %llu bytes, shorter than the %llu to map", f->path,
+				(unsigned long long)st.st_size, (unsigned long long)size);
+	p = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, f->fd, 0);
+	if (p == MAP_FAILED)
+		return err_path(errno, "mmap", f->path);
+	f->map = p;
+	f->map_len = (size_t)size;
+	*out = p;
 	return 0;
 }
 
@@ -116,7 +309,13 @@ static int posix_close(struct env_file *ef)
 	struct posix_file *f = (struct posix_file *)ef;
 	int r = 0;
 
-	if (close(f->fd) < 0 && errno != EINTR)
+	log_unmap(f);
+	if (f->reserved) {
+		/* give back the space reserved past the last append */
+		if (ftruncate(f->fd, (off_t)f->size) < 0)
+			r = err_path(errno, "truncate", f->path);
+	}
+	if (close(f->fd) < 0 && errno != EINTR && r == 0)
 		r = err_path(errno, "close", f->path);
 	free(f->path);
 	free(f);
@@ -291,8 +490,10 @@ static void posix_destroy(struct kv_env *env)
 static const struct kv_env_ops posix_ops = {
 	.open_read = posix_open_read,
 	.open_append = posix_open_append,
+	.open_log = posix_open_log,
 	.pread = posix_pread,
 	.append = posix_append,
+	.map = posix_map,
 	.sync = posix_sync,
 	.close = posix_close,
 	.file_size = posix_file_size,

@@ -13,6 +13,7 @@
 #ifndef SMOLFS_ENV_H
 #define SMOLFS_ENV_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,9 +25,28 @@ struct kv_env_ops {
 	int (*open_read)(struct kv_env *env, const char *path, struct env_file **f);
 	/* Create (or truncate) a file for appending. */
 	int (*open_append)(struct kv_env *env, const char *path, struct env_file **f);
+	/*
+	 * Optional (NULL: open_append does): create (or truncate) a file for a
+	 * log, many small appends each of which must reach the operating system
+	 * (survive the process being killed) as cheaply as possible.  Until it
+	 * is closed such a file may be longer than what was appended, by a tail
+	 * of zeros; after a crash that tail stays (a log reader sees the torn
+	 * tail of an unfinished write).
+	 */
+	int (*open_log)(struct kv_env *env, const char *path, struct env_file **f);
 	/* Read up to n bytes at off; *got < n only at end of file. */
 	int (*pread)(struct env_file *f, void *buf, size_t n, uint64_t off, size_t *got);
 	int (*append)(struct env_file *f, const void *buf, size_t n);
+	/*
+	 * Optional (NULL: not offered): a read-only view of the first size bytes
+	 * of a file opened for reading, valid until the file is closed, so a
+	 * reader of many small pieces of an immutable file (a table's blocks)
+	 * needs no system call and no copy per piece.  Fails (and the caller
+	 * reads with pread) if the file is shorter than size.  REQUIRES: the
+	 * file is never made shorter while it is open (a read of the view past
+	 * the end would raise SIGBUS).
+	 */
+	int (*map)(struct env_file *f, uint64_t size, const char **p);
 	int (*sync)(struct env_file *f);          /* data and size reach stable storage */
 	int (*close)(struct env_file *f);         /* always frees f, even on error */
 	int (*file_size)(struct kv_env *env, const char *path, uint64_t *size);
@@ -60,8 +80,10 @@ struct env_file {
 
 static inline int env_open_read(struct kv_env *e, const char *p, struct env_file **f) { return e->ops->open_read(e, p, f); }
 static inline int env_open_append(struct kv_env *e, const char *p, struct env_file **f) { return e->ops->open_append(e, p, f); }
+static inline int env_open_log(struct kv_env *e, const char *p, struct env_file **f) { return e->ops->open_log ? e->ops->open_log(e, p, f) : e->ops->open_append(e, p, f); }
 static inline int env_pread(struct env_file *f, void *b, size_t n, uint64_t off, size_t *got) { return f->env->ops->pread(f, b, n, off, got); }
 static inline int env_append(struct env_file *f, const void *b, size_t n) { return f->env->ops->append(f, b, n); }
+static inline int env_map(struct env_file *f, uint64_t size, const char **p) { return f->env->ops->map ? f->env->ops->map(f, size, p) : -EOPNOTSUPP; }
 static inline int env_sync(struct env_file *f) { return f->env->ops->sync(f); }
 static inline int env_close(struct env_file *f) { return f->env->ops->close(f); }
 static inline int env_file_size(struct kv_env *e, const char *p, uint64_t *s) { return e->ops->file_size(e, p, s); }

@@ -204,7 +204,7 @@ static char *backup_name(struct fault_env *fe, const char *path)
 	return b;
 }
 
-static int f_open_append(struct kv_env *e, const char *path, struct env_file **out)
+static int open_tracked(struct kv_env *e, const char *path, int log, struct env_file **out)
 {
 	struct fault_env *fe = FE(e);
 	struct env_file *inner;
@@ -215,7 +215,7 @@ static int f_open_append(struct kv_env *e, const char *path, struct env_file **o
 	if ((r = check(fe, ENV_OP_OPEN, "create", path)) < 0)
 		return r;
 	existed = env_exists(fe->base, path);
-	r = env_open_append(fe->base, path, &inner);
+	r = log ? env_open_log(fe->base, path, &inner) : env_open_append(fe->base, path, &inner);
 	if (r < 0)
 		return r;
 	pthread_mutex_lock(&fe->mu);
@@ -227,6 +227,17 @@ static int f_open_append(struct kv_env *e, const char *path, struct env_file **o
 	pthread_mutex_unlock(&fe->mu);
 	*out = &ff_new(fe, inner, path)->base;
 	return 0;
+}
+
+static int f_open_append(struct kv_env *e, const char *path, struct env_file **out)
+{
+	return open_tracked(e, path, 0, out);
+}
+
+/* A log is tracked like any appended file: only its synced bytes survive a power cut. */
+static int f_open_log(struct kv_env *e, const char *path, struct env_file **out)
+{
+	return open_tracked(e, path, 1, out);
 }
 
 static int f_pread(struct env_file *ef, void *buf, size_t n, uint64_t off, size_t *got)
@@ -486,6 +497,7 @@ static void f_destroy(struct kv_env *e)
 static const struct kv_env_ops fault_ops = {
 	.open_read = f_open_read,
 	.open_append = f_open_append,
+	.open_log = f_open_log,
 	.pread = f_pread,
 	.append = f_append,
 	.sync = f_sync,

@@ -7,10 +7,16 @@
  * the reverse, so a child with a higher index comes out first among equal
  * keys.
  *
- * The valid children sit in a binary heap of (key, index) nodes: a min-heap
- * while moving forward, a max-heap while moving backward; the top is the
- * current entry.  Each node caches its child's key slice, which stays valid
- * until that child moves, so comparisons touch only the heap array.
+ * The children play a tournament (a loser tree): a complete binary tree
+ * over the children, padded to a power of two with children that are
+ * always exhausted, whose internal nodes each hold the child that lost the
+ * match played there, and whose root slot holds the overall winner, the
+ * current entry: the smallest (key, index) moving forward, the largest
+ * moving backward.  When the winner moves, it replays only the matches on
+ * its path to the root, exactly log2(leaves) comparisons, where a binary
+ * heap's sift-down compares twice per level.  An exhausted child loses
+ * every match.  Each child's key slice is cached (it stays valid until that
+ * child moves), so a match touches only the merge's own arrays.
  *
  * Invariant, moving forward with current entry (K, c): every other child j
  * stands on its first entry after (K, c), that is its first key > K if j < c
@@ -18,10 +24,10 @@
  * other child stands on its last entry before (K, c): its last key <= K if
  * j < c, its last key < K if j > c.  A direction switch re-establishes the
  * other invariant for every child but c (fix_for_backward/fix_for_forward);
- * c is then the top of the new heap and takes the ordinary step.
+ * c then wins the new tournament and takes the ordinary step.
  *
  * Errors: a child that meets an error becomes invalid and reports it through
- * its status.  If the merge simply dropped it from the heap, the stream would
+ * its status.  If the merge simply let it lose every match, the stream would
  * go on without that child's entries, silently losing data; instead the
  * first error seen makes the merge invalid until the next seek, and status()
  * reports it.
@@ -33,18 +39,17 @@
 
 enum { FORWARD, BACKWARD };
 
-struct heap_node {
-	struct slice key;
-	size_t idx;
-};
-
 struct merge_iter {
 	struct iter base;
 	key_cmp_fn cmp;
+	int ikeys;                 /* cmp is ikey_cmp_fn: compare inline, without the call */
 	struct iter **children;    /* owned */
 	size_t n;
-	struct heap_node *heap;    /* n slots; the first nheap hold the valid children */
-	size_t nheap;
+	size_t leaves;             /* the smallest power of two >= n (at least 1) */
+	struct slice *keys;        /* leaves slots: each live child's current key */
+	unsigned char *live;       /* leaves slots: 1 while the child is valid */
+	size_t *tree;              /* leaves slots: [0] the winner, [1..] the losers */
+	size_t *scratch;           /* 2 * leaves slots, for building the tree */
 	int dir;
 	int err;                   /* first child error since the last seek; 0 if none */
 };
@@ -54,36 +59,68 @@ static inline struct merge_iter *to_merge(struct iter *it)
 	return (struct merge_iter *)it;
 }
 
-/* ---- the heap */
+/* ---- the tournament */
 
-/* Does a belong above b?  Forward: the smaller (key, idx); backward: the larger. */
-static inline int above(const struct merge_iter *m, const struct heap_node *a,
-			const struct heap_node *b)
+static inline int key_cmp(const struct merge_iter *m, struct slice a, struct slice b)
 {
-	int r = m->cmp(a->key, b->key);
+	return m->ikeys ? ikey_cmp(a, b) : m->cmp(a, b);
+}
 
+/*
+ * Does child a come before child b?  Forward: the smaller (key, index);
+ * backward: the larger.  An exhausted child comes after every live one.
+ */
+static inline __attribute__((always_inline)) int beats(const struct merge_iter *m, size_t a,
+							      size_t b)
+{
+	int r;
+
+	if (!m->live[a] || !m->live[b])
+		return m->live[a] ? 1 : m->live[b] ? 0 : a < b;
+	r = key_cmp(m, m->keys[a], m->keys[b]);
 	if (r == 0)
-		r = a->idx < b->idx ? -1 : 1;
+		r = a < b ? -1 : 1;
 	return m->dir == FORWARD ? r < 0 : r > 0;
 }
 
-static void sift_down(struct merge_iter *m, size_t i)
+static inline size_t winner(const struct merge_iter *m)
 {
-	struct heap_node *h = m->heap;
-	struct heap_node x = h[i];
+	return m->tree[0];
+}
 
-	for (;;) {
-		size_t child = 2 * i + 1;
-		if (child >= m->nheap)
-			break;
-		if (child + 1 < m->nheap && above(m, &h[child + 1], &h[child]))
-			child++;
-		if (!above(m, &h[child], &x))
-			break;
-		h[i] = h[child];
-		i = child;
+/* Play every match from the leaves up (leaves - 1 comparisons). */
+static void build(struct merge_iter *m)
+{
+	size_t p = m->leaves, *win = m->scratch;
+
+	for (size_t i = 0; i < p; i++)
+		win[p + i] = i;
+	for (size_t j = p - 1; j >= 1; j--) {
+		size_t a = win[2 * j], b = win[2 * j + 1];
+		if (beats(m, a, b)) {
+			win[j] = a;
+			m->tree[j] = b;
+		} else {
+			win[j] = b;
+			m->tree[j] = a;
+		}
 	}
-	h[i] = x;
+	m->tree[0] = p > 1 ? win[1] : 0;
+}
+
+/* Child c (the winner) moved: replay its matches up to the root. */
+static void replay(struct merge_iter *m, size_t c)
+{
+	size_t w = c;
+
+	for (size_t j = (c + m->leaves) >> 1; j >= 1; j >>= 1) {
+		if (beats(m, m->tree[j], w)) {
+			size_t t = m->tree[j];
+			m->tree[j] = w;
+			w = t;
+		}
+	}
+	m->tree[0] = w;
 }
 
 /*
@@ -98,38 +135,34 @@ static void child_stopped(struct merge_iter *m, struct iter *child)
 		m->err = st;
 }
 
-/* Put every valid child in the heap for direction dir (Floyd's bottom-up build). */
+/* Refresh child i's cached state after it moved. */
+static inline void refresh(struct merge_iter *m, size_t i)
+{
+	struct iter *child = m->children[i];
+
+	m->live[i] = (unsigned char)iter_valid(child);
+	if (m->live[i])
+		m->keys[i] = iter_key(child);
+	else
+		child_stopped(m, child);
+}
+
+/* Enter every child into a new tournament for direction dir. */
 static void rebuild(struct merge_iter *m, int dir)
 {
 	m->dir = dir;
-	m->nheap = 0;
-	for (size_t i = 0; i < m->n; i++) {
-		struct iter *child = m->children[i];
-		if (iter_valid(child)) {
-			m->heap[m->nheap].key = iter_key(child);
-			m->heap[m->nheap].idx = i;
-			m->nheap++;
-		} else {
-			child_stopped(m, child);
-		}
-	}
-	for (size_t i = m->nheap / 2; i-- > 0;)
-		sift_down(m, i);
+	for (size_t i = 0; i < m->n; i++)
+		refresh(m, i);
+	build(m);
 }
 
-/* The top child moved (next or prev): refresh its node or drop it. */
+/* The winner moved (next or prev): refresh it and replay its path. */
 static void top_moved(struct merge_iter *m)
 {
-	struct iter *child = m->children[m->heap[0].idx];
+	size_t c = winner(m);
 
-	if (iter_valid(child)) {
-		m->heap[0].key = iter_key(child);
-	} else {
-		child_stopped(m, child);
-		m->heap[0] = m->heap[--m->nheap];
-	}
-	if (m->nheap > 0)
-		sift_down(m, 0);
+	refresh(m, c);
+	replay(m, c);
 }
 
 /* ---- direction switches */
@@ -137,7 +170,7 @@ static void top_moved(struct merge_iter *m)
 /* Step child forward over every entry whose key equals k. */
 static void skip_equal(struct merge_iter *m, struct iter *child, struct slice k)
 {
-	while (iter_valid(child) && m->cmp(iter_key(child), k) == 0)
+	while (iter_valid(child) && key_cmp(m, iter_key(child), k) == 0)
 		iter_next(child);
 }
 
@@ -185,7 +218,7 @@ static int m_valid(struct iter *it)
 {
 	struct merge_iter *m = to_merge(it);
 
-	return m->nheap > 0 && m->err == 0;
+	return m->live[winner(m)] && m->err == 0;
 }
 
 static void m_seek_first(struct iter *it)
@@ -224,15 +257,15 @@ static void m_next(struct iter *it)
 
 	assert(m_valid(it));
 	if (m->dir != FORWARD) {
-		size_t c = m->heap[0].idx;
-		fix_for_forward(m, c, m->heap[0].key);
+		size_t c = winner(m);
+		fix_for_forward(m, c, m->keys[c]);
 		rebuild(m, FORWARD);
 		if (m->err)
 			return;
-		/* Every other child is now after (k, c), so c is still the top. */
-		assert(m->nheap > 0 && m->heap[0].idx == c);
+		/* Every other child is now after (k, c), so c still wins. */
+		assert(m->live[winner(m)] && winner(m) == c);
 	}
-	iter_next(m->children[m->heap[0].idx]);
+	iter_next(m->children[winner(m)]);
 	top_moved(m);
 }
 
@@ -242,14 +275,14 @@ static void m_prev(struct iter *it)
 
 	assert(m_valid(it));
 	if (m->dir != BACKWARD) {
-		size_t c = m->heap[0].idx;
-		fix_for_backward(m, c, m->heap[0].key);
+		size_t c = winner(m);
+		fix_for_backward(m, c, m->keys[c]);
 		rebuild(m, BACKWARD);
 		if (m->err)
 			return;
-		assert(m->nheap > 0 && m->heap[0].idx == c);
+		assert(m->live[winner(m)] && winner(m) == c);
 	}
-	iter_prev(m->children[m->heap[0].idx]);
+	iter_prev(m->children[winner(m)]);
 	top_moved(m);
 }
 
@@ -258,7 +291,7 @@ static struct slice m_key(struct iter *it)
 	struct merge_iter *m = to_merge(it);
 
 	assert(m_valid(it));
-	return m->heap[0].key;
+	return m->keys[winner(m)];
 }
 
 static struct slice m_value(struct iter *it)
@@ -266,7 +299,7 @@ static struct slice m_value(struct iter *it)
 	struct merge_iter *m = to_merge(it);
 
 	assert(m_valid(it));
-	return iter_value(m->children[m->heap[0].idx]);
+	return iter_value(m->children[winner(m)]);
 }
 
 static int m_status(struct iter *it)
@@ -287,7 +320,7 @@ static uint64_t m_max_seq(struct iter *it)
 	struct iter *child;
 
 	assert(m_valid(it));
-	child = m->children[m->heap[0].idx];
+	child = m->children[winner(m)];
 	return child->ops->max_seq ? child->ops->max_seq(child) : UINT64_MAX;
 }
 
@@ -298,7 +331,10 @@ static void m_destroy(struct iter *it)
 	for (size_t i = 0; i < m->n; i++)
 		iter_destroy(m->children[i]);
 	free(m->children);
-	free(m->heap);
+	free(m->keys);
+	free(m->live);
+	free(m->tree);
+	free(m->scratch);
 	free(m);
 }
 
@@ -322,11 +358,18 @@ struct iter *merge_iter_new(struct iter **children, size_t n, key_cmp_fn cmp)
 
 	m->base.ops = &merge_ops;
 	m->cmp = cmp;
+	m->ikeys = cmp == ikey_cmp_fn;
 	m->n = n;
 	m->children = xmalloc(n * sizeof(*m->children));
 	if (n)
 		memcpy(m->children, children, n * sizeof(*children));
-	m->heap = xmalloc(n * sizeof(*m->heap));
+	m->leaves = 1;
+	while (m->leaves < n)
+		m->leaves *= 2;
+	m->keys = xcalloc(m->leaves, sizeof(*m->keys));
+	m->live = xcalloc(m->leaves, sizeof(*m->live));   /* padding children never live */
+	m->tree = xcalloc(m->leaves, sizeof(*m->tree));
+	m->scratch = xmalloc(2 * m->leaves * sizeof(*m->scratch));
 	m->dir = FORWARD;
 	return &m->base;
 }

@@ -1,12 +1,13 @@
 /*
  * merge.h -- the merging iterator: n sorted children as one sorted stream.
  *
- * Forward, the children are kept in a binary min-heap on their current key;
- * backward, in a max-heap (switching direction repositions every child
- * around the current key, as any merging iterator must).  Equal keys from
- * different children come out in child order (lower index first), which the
- * db uses to put newer sources first; walking backward gives exactly the
- * reverse sequence.  The merging iterator owns its children.
+ * The children play a tournament (a loser tree) on their current keys, won
+ * by the smallest moving forward and the largest moving backward (switching
+ * direction repositions every child around the current key, as any merging
+ * iterator must).  Equal keys from different children come out in child
+ * order (lower index first), which the db uses to put newer sources first;
+ * walking backward gives exactly the reverse sequence.  The merging
+ * iterator owns its children.
  *
  * A child that fails makes the merge invalid (it never goes on without the
  * child's entries) until the next seek; status() is the first non-zero child
@@ -29,7 +30,8 @@ struct iter *merge_iter_new(struct iter **children, size_t n, key_cmp_fn cmp);
 size_t merge_iter_children(struct iter *it, struct iter ***children);
 /*
  * After the caller moved some children directly (for example seeking those
- * inside a deleted range past it), rebuild the heap of the current direction.
+ * inside a deleted range past it), replay the whole tournament of the
+ * current direction.
  * REQUIRES: every moved child was sought, in the direction of travel, to a
  * key >= the current key (forward) or <= it (backward).
  */

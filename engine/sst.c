@@ -9,7 +9,9 @@
  * footer that points at those four blocks.  A reader therefore starts at the
  * end: footer, then the four metadata blocks, all checked and kept in memory
  * for the table's lifetime.  Data blocks are read on demand through the
- * shared block cache, each checked against its CRC before it is trusted.
+ * shared block cache, each checked against its CRC before it is trusted;
+ * where the environment can map the file, a block is read in place from
+ * the map rather than copied by pread.
  *
  * The index holds, per data block, a separator key: >= every key of the block
  * and < every key of the next one, shortened where possible (dbformat.h) so
@@ -136,8 +138,46 @@ struct sst_builder {
 	size_t ntombs, tombs_cap;
 	ZSTD_CCtx *cctx;             /* NULL when compression is off */
 	struct buf scratch;          /* the compressed form of the block being written */
+	struct buf out;              /* written bytes not yet appended to f (see out_append) */
 	struct sst_props props;
 };
+
+/*
+ * Bytes are gathered and handed to the file in appends of about this size,
+ * rather than two (block, trailer) per block: a flush or compaction writes
+ * tens of thousands of small blocks, and each append is a system call.
+ */
+#define SST_WRITE_BUFFER ((size_t)64 << 10)
+
+/* Hand the gathered bytes to the file. */
+static int out_flush(struct sst_builder *b)
+{
+	int r = 0;
+
+	if (b->out.len)
+		r = env_append(b->f, b->out.data, b->out.len);
+	buf_clear(&b->out);
+	if (r < 0)
+		b->status = r;
+	return r;
+}
+
+/* Append n bytes to the file, through the buffer unless they are big. */
+static int out_append(struct sst_builder *b, const void *p, size_t n)
+{
+	int r;
+
+	if (b->out.len + n > SST_WRITE_BUFFER && (r = out_flush(b)) < 0)
+		return r;
+	if (n >= SST_WRITE_BUFFER) {
+		r = env_append(b->f, p, n);
+		if (r < 0)
+			b->status = r;
+		return r;
+	}
+	buf_append(&b->out, p, n);
+	return 0;
+}
 
 struct sst_builder *sst_builder_new(struct env_file *f, const struct sst_options *o,
 				    const char *name)
@@ -178,6 +218,7 @@ void sst_builder_free(struct sst_builder *b)
 	buf_free(&b->last_key);
 	buf_free(&b->tomb_keys);
 	buf_free(&b->scratch);
+	buf_free(&b->out);
 	free(b->hashes);
 	free(b->tombs);
 	ZSTD_freeCCtx(b->cctx);
@@ -225,11 +266,11 @@ static int write_block(struct sst_builder *b, struct slice raw, int compress, st
 	}
 	crc = crc32c_extend(crc32c(stored.data, stored.len), trailer, 1);
 	enc_fixed32(trailer + 1, crc32c_mask(crc));
-	r = env_append(b->f, stored.data, stored.len);
+	r = out_append(b, stored.data, stored.len);
 	if (r == 0)
-		r = env_append(b->f, trailer, sizeof(trailer));
+		r = out_append(b, trailer, sizeof(trailer));
 	if (r < 0)
-		return b->status = r;
+		return r;
 	h->off = b->offset;
 	h->size = stored.len;
 	b->offset += stored.len + SST_TRAILER;
@@ -495,11 +536,11 @@ int sst_builder_finish(struct sst_builder *b, struct sst_props *props)
 	enc_fixed32(p + 4, crc32c_mask(crc32c(footer, 68)));
 	enc_fixed64(p + 8, SST_MAGIC);
 	assert(p + 16 == footer + SST_FOOTER_SIZE);
-	r = env_append(b->f, footer, sizeof(footer));
-	if (r < 0) {
-		b->status = r;
+	r = out_append(b, footer, sizeof(footer));
+	if (r == 0)
+		r = out_flush(b);
+	if (r < 0)
 		goto out;
-	}
 	b->offset += SST_FOOTER_SIZE;
 	b->props.file_size = b->offset;
 	props_copy(props, &b->props);
@@ -525,6 +566,7 @@ struct sst {
 	char *filter_mem;
 	struct slice filter;         /* empty: no filter */
 	struct rdel_set *rdels;
+	const char *map;             /* the whole file mapped (env_map), or NULL: pread */
 };
 
 enum { META_FILTER, META_RANGE_DEL, META_PROPS, META_INDEX };
@@ -590,19 +632,25 @@ static int read_block(const struct sst *t, struct blk_handle h, const char *what
 		      struct slice *out)
 {
 	size_t n = (size_t)h.size + SST_TRAILER;
-	char *raw = xmalloc(n), *plain = NULL;
+	char *buf = NULL, *plain = NULL;
+	const char *raw, *p, *end;
 	uint32_t want, got, ulen;
-	const char *p, *end = raw + h.size;
 	size_t dn;
 	int r;
 
 	*mem = NULL;
 	*out = slice_make(NULL, 0);
-	r = env_read_exact(t->f, raw, n, h.off);
-	if (r < 0) {
-		annotate(t, what, h.off, r);
-		goto fail;
+	if (t->map) {
+		raw = t->map + h.off;   /* handle_fits: within the file */
+	} else {
+		raw = buf = xmalloc(n);
+		r = env_read_exact(t->f, buf, n, h.off);
+		if (r < 0) {
+			annotate(t, what, h.off, r);
+			goto fail;
+		}
 	}
+	end = raw + h.size;
 	if (t->bytes_read)
 		__atomic_fetch_add(t->bytes_read, (uint64_t)n, __ATOMIC_RELAXED);
 	want = crc32c_unmask(dec_fixed32(raw + h.size + 1));
@@ -614,8 +662,10 @@ static int read_block(const struct sst *t, struct blk_handle h, const char *what
 	}
 	switch (raw[h.size]) {
 	case COMP_NONE:
-		*mem = raw;
-		*out = slice_make(raw, h.size);
+		if (!buf)
+			buf = xmemdup(raw, h.size);   /* the caller owns what it gets */
+		*mem = buf;
+		*out = slice_make(buf, h.size);
 		return 0;
 	case COMP_ZSTD:
 		p = dec_varint32(raw, end, &ulen);
@@ -632,7 +682,7 @@ static int read_block(const struct sst *t, struct blk_handle h, const char *what
 				       ZSTD_isError(dn) ? ZSTD_getErrorName(dn) : "short output");
 			goto fail;
 		}
-		free(raw);
+		free(buf);
 		*mem = plain;
 		*out = slice_make(plain, ulen);
 		return 0;
@@ -642,7 +692,7 @@ static int read_block(const struct sst *t, struct blk_handle h, const char *what
 		goto fail;
 	}
 fail:
-	free(raw);
+	free(buf);
 	free(plain);
 	return r;
 }
@@ -925,6 +975,9 @@ int sst_open(struct env_file *f, uint64_t file_size, const char *name, struct ca
 			       (unsigned long long)file_size);
 		goto fail;
 	}
+	/* read blocks through a map where the environment offers one (else pread) */
+	if (env_map(f, file_size, &t->map) < 0)
+		t->map = NULL;
 	meta_end = file_size - SST_FOOTER_SIZE;
 	r = env_read_exact(f, footer, sizeof(footer), meta_end);
 	if (r < 0) {
@@ -1027,64 +1080,81 @@ const struct sst_props *sst_get_props(const struct sst *t)
 int sst_get(struct sst *t, struct slice ukey, uint64_t snap_seq, int *type, uint64_t *seq,
 	    struct buf *val, int *bloom_skipped)
 {
-	struct buf target = BUF_INIT;
-	struct iter *idx;
+	return sst_get_hashed(t, ukey, bloom_hash(ukey), snap_seq, type, seq, val, bloom_skipped);
+}
+
+int sst_get_hashed(struct sst *t, struct slice ukey, uint64_t hash, uint64_t snap_seq, int *type,
+		   uint64_t *seq, struct buf *val, int *bloom_skipped)
+{
+	char tmem[128];
+	struct slice target;
+	struct buf tbuf = BUF_INIT;
+	struct blk_iter idx;
 	int r = 0;
 
 	if (bloom_skipped)
 		*bloom_skipped = 0;
-	if (t->filter.len && !bloom_may_contain(t->filter, ukey)) {
+	if (t->filter.len && !bloom_may_contain_hash(t->filter, hash)) {
 		if (bloom_skipped)
 			*bloom_skipped = 1;
 		return 0;
 	}
-	ikey_append(&target, ukey, snap_seq, KT_SEEK);
-	idx = blk_iter_new(&t->index, ikey_cmp_fn, NULL, NULL);
+	/* the lookup key, on the stack when it fits; the iterators too: no allocation */
+	if (ukey.len + IKEY_TRAILER <= sizeof(tmem)) {
+		if (ukey.len)
+			memcpy(tmem, ukey.data, ukey.len);
+		enc_fixed64(tmem + ukey.len, ikey_pack(snap_seq, KT_SEEK));
+		target = slice_make(tmem, ukey.len + IKEY_TRAILER);
+	} else {
+		ikey_append(&tbuf, ukey, snap_seq, KT_SEEK);
+		target = buf_slice(&tbuf);
+	}
+	blk_iter_init(&idx, &t->index, ikey_cmp_fn, NULL, NULL);
 	/*
 	 * Normally the block the index names holds the answer; but a separator
 	 * may equal the target while the block ends below it, and then the
 	 * answer is the first entry of the next block, so keep walking.
 	 */
-	for (iter_seek(idx, buf_slice(&target)); iter_valid(idx); iter_next(idx)) {
+	for (iter_seek(&idx.base, target); iter_valid(&idx.base); iter_next(&idx.base)) {
 		struct pin pin = { NULL, NULL, NULL };
 		const struct block *blk;
 		struct blk_handle h;
-		struct iter *it;
+		struct blk_iter it;
 
-		if (!get_handle(iter_value(idx), &h)) {
+		if (!get_handle(iter_value(&idx.base), &h)) {
 			r = KV_CORRUPT("%s: index block: bad data block handle", t->name);
 			break;
 		}
 		r = load_data_block(t, h, 1, &pin, &blk);
 		if (r < 0)
 			break;
-		it = blk_iter_new(blk, ikey_cmp_fn, pin_release, &pin);
-		iter_seek(it, buf_slice(&target));
-		if (iter_valid(it)) {
-			struct slice k = iter_key(it);
+		blk_iter_init(&it, blk, ikey_cmp_fn, pin_release, &pin);
+		iter_seek(&it.base, target);
+		if (iter_valid(&it.base)) {
+			struct slice k = iter_key(&it.base);
 			if (!ikey_valid(k) || ikey_type(k) == KT_RANGE_DEL) {
 				r = KV_CORRUPT("%s: data block at offset %llu: malformed key",
 					       t->name, (unsigned long long)h.off);
 			} else if (slice_eq(ikey_user(k), ukey)) {
 				*type = ikey_type(k);
 				*seq = ikey_seq(k);
-				buf_set(val, iter_value(it).data, iter_value(it).len);
+				buf_set(val, iter_value(&it.base).data, iter_value(&it.base).len);
 				r = 1;
 			}
-			iter_destroy(it);
+			blk_iter_release(&it);
 			break;
 		}
-		r = iter_status(it);
+		r = iter_status(&it.base);
 		if (r < 0)
 			annotate(t, "data", h.off, r);
-		iter_destroy(it);
+		blk_iter_release(&it);
 		if (r < 0)
 			break;
 	}
-	if (r == 0 && iter_status(idx) < 0)
-		r = annotate(t, "index", t->meta[META_INDEX].off, iter_status(idx));
-	iter_destroy(idx);
-	buf_free(&target);
+	if (r == 0 && iter_status(&idx.base) < 0)
+		r = annotate(t, "index", t->meta[META_INDEX].off, iter_status(&idx.base));
+	blk_iter_release(&idx);
+	buf_free(&tbuf);
 	return r;
 }
 
@@ -1103,14 +1173,18 @@ struct sst_iter {
 	int fill_cache;
 	int status;
 	struct iter *index;
-	struct iter *data;           /* NULL when no block is open */
+	struct iter *data;           /* &data_it when a block is open, else NULL */
+	struct blk_iter data_it;     /* over the open block: called directly on hot paths */
 	uint64_t data_off;           /* offset of the open block */
 	struct pin pin;              /* keeps the open block alive */
+	void (*release)(void *arg);  /* on destroy, if not NULL */
+	void *release_arg;
 };
 
 static void close_data(struct sst_iter *si)
 {
-	iter_destroy(si->data);   /* releases si->pin */
+	if (si->data)
+		blk_iter_release(&si->data_it);   /* releases si->pin */
 	si->data = NULL;
 	assert(!si->pin.h && !si->pin.owned);
 }
@@ -1149,7 +1223,8 @@ static void open_data(struct sst_iter *si)
 		set_error(si, r);
 		return;
 	}
-	si->data = blk_iter_new(blk, ikey_cmp_fn, pin_release, &si->pin);
+	blk_iter_init(&si->data_it, blk, ikey_cmp_fn, pin_release, &si->pin);
+	si->data = &si->data_it.base;
 	si->data_off = h.off;
 }
 
@@ -1165,7 +1240,7 @@ static int data_failed(struct sst_iter *si)
 
 static void skip_forward(struct sst_iter *si)
 {
-	while (si->status == 0 && (!si->data || !iter_valid(si->data))) {
+	while (si->status == 0 && (!si->data || !blk_iter_valid(&si->data_it))) {
 		if (si->data && data_failed(si))
 			return;
 		if (!iter_valid(si->index)) {
@@ -1199,7 +1274,7 @@ static int si_valid(struct iter *base)
 {
 	struct sst_iter *si = (struct sst_iter *)base;
 
-	return si->status == 0 && si->data && iter_valid(si->data);
+	return si->status == 0 && si->data && blk_iter_valid(&si->data_it);
 }
 
 static void si_seek_first(struct iter *base)
@@ -1246,7 +1321,7 @@ static void si_next(struct iter *base)
 	struct sst_iter *si = (struct sst_iter *)base;
 
 	assert(si_valid(base));
-	iter_next(si->data);
+	blk_iter_next(&si->data_it);
 	skip_forward(si);
 }
 
@@ -1264,7 +1339,7 @@ static struct slice si_key(struct iter *base)
 	struct sst_iter *si = (struct sst_iter *)base;
 
 	assert(si_valid(base));
-	return iter_key(si->data);
+	return blk_iter_key(&si->data_it);
 }
 
 static struct slice si_value(struct iter *base)
@@ -1272,7 +1347,7 @@ static struct slice si_value(struct iter *base)
 	struct sst_iter *si = (struct sst_iter *)base;
 
 	assert(si_valid(base));
-	return iter_value(si->data);
+	return blk_iter_value(&si->data_it);
 }
 
 static int si_status(struct iter *base)
@@ -1286,6 +1361,8 @@ static void si_destroy(struct iter *base)
 
 	close_data(si);
 	iter_destroy(si->index);
+	if (si->release)
+		si->release(si->release_arg);
 	free(si);
 }
 
@@ -1308,7 +1385,8 @@ static const struct iter_ops sst_iter_ops = {
 	.max_seq = si_max_seq,
 };
 
-struct iter *sst_iter_new(struct sst *t, int fill_cache)
+struct iter *sst_iter_new_released(struct sst *t, int fill_cache, void (*release)(void *arg),
+				   void *arg)
 {
 	struct sst_iter *si = xcalloc(1, sizeof(*si));
 
@@ -1316,7 +1394,14 @@ struct iter *sst_iter_new(struct sst *t, int fill_cache)
 	si->t = t;
 	si->fill_cache = fill_cache;
 	si->index = blk_iter_new(&t->index, ikey_cmp_fn, NULL, NULL);
+	si->release = release;
+	si->release_arg = arg;
 	return &si->base;
+}
+
+struct iter *sst_iter_new(struct sst *t, int fill_cache)
+{
+	return sst_iter_new_released(t, fill_cache, NULL, NULL);
 }
 
 /* ------------------------------------------------------------ verification */

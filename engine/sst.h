@@ -71,7 +71,12 @@ void sst_props_free(struct sst_props *p);
 
 struct sst_builder;
 
-/* Write a table to f (not owned, not synced or closed here). name is for messages. */
+/*
+ * Write a table to f (not owned, not synced or closed here). name is for
+ * messages.  The bytes reach f in appends of about 64 KiB, all of them by
+ * the time sst_builder_finish returns; an append error is returned by the
+ * call that made it, and by every later one.
+ */
 struct sst_builder *sst_builder_new(struct env_file *f, const struct sst_options *o, const char *name);
 /* REQUIRES: ikeys strictly increasing (ikey_cmp), type KT_PUT or KT_DELETE. */
 int sst_builder_add(struct sst_builder *b, struct slice ikey, struct slice value);
@@ -110,9 +115,19 @@ void sst_close(struct sst *t);
  */
 int sst_get(struct sst *t, struct slice ukey, uint64_t snap_seq, int *type, uint64_t *seq,
 	    struct buf *val, int *bloom_skipped);
+/* The same with hash = bloom_hash(ukey) given, so a lookup over many tables hashes once. */
+int sst_get_hashed(struct sst *t, struct slice ukey, uint64_t hash, uint64_t snap_seq, int *type,
+		   uint64_t *seq, struct buf *val, int *bloom_skipped);
 
 /* Iterator over the point entries; fill_cache = 0 to not keep the blocks it reads. */
 struct iter *sst_iter_new(struct sst *t, int fill_cache);
+/*
+ * The same, calling release(arg) when the iterator is destroyed (after it
+ * last touches t): so whoever keeps t open for the iterator, such as the
+ * table cache, needs no wrapping iterator of its own in every step.
+ */
+struct iter *sst_iter_new_released(struct sst *t, int fill_cache, void (*release)(void *arg),
+				   void *arg);
 /* The table's range tombstones, fragmented (never NULL; may be empty). */
 const struct rdel_set *sst_range_dels(const struct sst *t);
 const struct sst_props *sst_get_props(const struct sst *t);

@@ -81,7 +81,7 @@ void buf_reserve(struct buf *b, size_t extra)
 	b->cap = cap;
 }
 
-void buf_append(struct buf *b, const void *p, size_t n)
+void buf_append_slow(struct buf *b, const void *p, size_t n)
 {
 	buf_reserve(b, n);
 	if (n)
@@ -89,10 +89,10 @@ void buf_append(struct buf *b, const void *p, size_t n)
 	b->len += n;
 }
 
-void buf_set(struct buf *b, const void *p, size_t n)
+void buf_set_slow(struct buf *b, const void *p, size_t n)
 {
 	b->len = 0;
-	buf_append(b, p, n);
+	buf_append_slow(b, p, n);
 }
 
 void buf_put_fixed32(struct buf *b, uint32_t v)

@@ -97,8 +97,30 @@ struct buf {
 #define BUF_INIT { NULL, 0, 0 }
 
 void buf_reserve(struct buf *b, size_t extra);  /* room for len + extra */
-void buf_append(struct buf *b, const void *p, size_t n);
-void buf_set(struct buf *b, const void *p, size_t n);   /* replace contents */
+void buf_append_slow(struct buf *b, const void *p, size_t n);
+/* Append n bytes (inline while they fit: block iterators rebuild a key per entry). */
+static inline void buf_append(struct buf *b, const void *p, size_t n)
+{
+	if (n <= b->cap - b->len) {
+		if (n)
+			memcpy(b->data + b->len, p, n);
+		b->len += n;
+		return;
+	}
+	buf_append_slow(b, p, n);
+}
+void buf_set_slow(struct buf *b, const void *p, size_t n);
+/* Replace the contents (inline while they fit: iterators save a key per step). */
+static inline void buf_set(struct buf *b, const void *p, size_t n)
+{
+	if (n <= b->cap) {
+		if (n)
+			memcpy(b->data, p, n);
+		b->len = n;
+		return;
+	}
+	buf_set_slow(b, p, n);
+}
 void buf_put_fixed32(struct buf *b, uint32_t v);
 void buf_put_fixed64(struct buf *b, uint64_t v);
 void buf_put_varint32(struct buf *b, uint32_t v);

@@ -4,6 +4,7 @@
  * lookups across levels and the level iterator (see version.h).
  */
 #include "version.h"
+#include "bloom.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -331,55 +332,38 @@ void tcache_evict(struct table_cache *tc, uint64_t number)
 	cache_erase(tc->cache, slice_make(key, 8));
 }
 
-/* An SST iterator that releases its table-cache pin when destroyed. */
-struct pinned_iter {
-	struct iter base;
-	struct iter *inner;
+/* What an SST iterator made by tcache_iter releases when it is destroyed. */
+struct tcache_pin {
 	struct table_cache *tc;
 	struct cache_handle *h;
-	uint64_t max_seq;
 };
 
-#define PI(it) ((struct pinned_iter *)(it))
-static int pi_valid(struct iter *it) { return iter_valid(PI(it)->inner); }
-static void pi_seek_first(struct iter *it) { iter_seek_first(PI(it)->inner); }
-static void pi_seek_last(struct iter *it) { iter_seek_last(PI(it)->inner); }
-static void pi_seek(struct iter *it, struct slice t) { iter_seek(PI(it)->inner, t); }
-static void pi_next(struct iter *it) { iter_next(PI(it)->inner); }
-static void pi_prev(struct iter *it) { iter_prev(PI(it)->inner); }
-static struct slice pi_key(struct iter *it) { return iter_key(PI(it)->inner); }
-static struct slice pi_value(struct iter *it) { return iter_value(PI(it)->inner); }
-static int pi_status(struct iter *it) { return iter_status(PI(it)->inner); }
-static uint64_t pi_max_seq(struct iter *it) { return PI(it)->max_seq; }
-static void pi_destroy(struct iter *it)
+static void tcache_pin_release(void *arg)
 {
-	iter_destroy(PI(it)->inner);
-	tcache_release(PI(it)->tc, PI(it)->h);
-	free(it);
+	struct tcache_pin *p = arg;
+
+	tcache_release(p->tc, p->h);
+	free(p);
 }
 
-static const struct iter_ops pinned_ops = {
-	.valid = pi_valid, .seek_first = pi_seek_first, .seek_last = pi_seek_last,
-	.seek = pi_seek, .next = pi_next, .prev = pi_prev, .key = pi_key, .value = pi_value,
-	.status = pi_status, .destroy = pi_destroy, .max_seq = pi_max_seq,
-};
-
+/*
+ * The table iterator itself, with the table cache's pin released when it is
+ * destroyed; its max_seq is the largest sequence the table's properties
+ * record (what the version's file entry was made from).
+ */
 struct iter *tcache_iter(struct table_cache *tc, const struct file_meta *f, int fill_cache)
 {
 	struct cache_handle *h;
-	struct pinned_iter *pi;
+	struct tcache_pin *pin;
 	struct sst *t;
 	int r = tcache_get(tc, f, &t, &h);
 
 	if (r < 0)
 		return iter_empty(r);
-	pi = xmalloc(sizeof(*pi));
-	pi->base.ops = &pinned_ops;
-	pi->inner = sst_iter_new(t, fill_cache);
-	pi->tc = tc;
-	pi->h = h;
-	pi->max_seq = f->largest_seq;
-	return &pi->base;
+	pin = xmalloc(sizeof(*pin));
+	pin->tc = tc;
+	pin->h = h;
+	return sst_iter_new_released(t, fill_cache, tcache_pin_release, pin);
 }
 
 /* ------------------------------------------------------------ versions */
@@ -416,7 +400,6 @@ int version_unref(struct version *v)
 			fm_unref(v->files[l][i]);
 		free(v->files[l]);
 	}
-	rdel_set_free(v->rdels);
 	free(v);
 	return 1;
 }
@@ -958,7 +941,7 @@ static size_t find_file(struct file_meta *const *files, size_t n, struct slice i
  * of ukey or a tombstone covering it, visible at snap), 0 if not, < 0 error.
  */
 static int get_in_file(struct version_set *vs, const struct file_meta *f, struct slice ukey,
-		       uint64_t snap, int *type, uint64_t *seq, struct buf *val,
+		       uint64_t hash, uint64_t snap, int *type, uint64_t *seq, struct buf *val,
 		       uint64_t *bloom_useful)
 {
 	struct cache_handle *h;
@@ -970,7 +953,7 @@ static int get_in_file(struct version_set *vs, const struct file_meta *f, struct
 	if (r < 0)
 		return r;
 	tomb = f->range_dels ? rdel_set_covering(sst_range_dels(t), ukey, snap) : 0;
-	r = sst_get(t, ukey, snap, type, seq, val, &skipped);
+	r = sst_get_hashed(t, ukey, hash, snap, type, seq, val, &skipped);
 	tcache_release(vs->tc, h);
 	if (skipped && bloom_useful)
 		__atomic_add_fetch(bloom_useful, 1, __ATOMIC_RELAXED);
@@ -990,26 +973,38 @@ int version_get(struct version *v, struct slice ukey, uint64_t snap, int *type, 
 		struct buf *val, uint64_t *bloom_useful)
 {
 	struct buf lookup = BUF_INIT;
+	char lmem[128];
+	struct slice lk;
+	uint64_t hash = bloom_hash(ukey);   /* once for every table's filter */
 	int r = 0;
 
 	for (size_t i = 0; i < v->nfiles[0]; i++) {
 		const struct file_meta *f = v->files[0][i];
 		if (!ukey_in_file(f, ukey) || f->smallest_seq > snap)
 			continue;
-		r = get_in_file(v->vs, f, ukey, snap, type, seq, val, bloom_useful);
+		r = get_in_file(v->vs, f, ukey, hash, snap, type, seq, val, bloom_useful);
 		if (r != 0)
 			goto out;
 	}
-	ikey_append(&lookup, ukey, snap, KT_SEEK);
+	/* the lookup key, on the stack when it fits */
+	if (ukey.len + IKEY_TRAILER <= sizeof(lmem)) {
+		if (ukey.len)
+			memcpy(lmem, ukey.data, ukey.len);
+		enc_fixed64(lmem + ukey.len, ikey_pack(snap, KT_SEEK));
+		lk = slice_make(lmem, ukey.len + IKEY_TRAILER);
+	} else {
+		ikey_append(&lookup, ukey, snap, KT_SEEK);
+		lk = buf_slice(&lookup);
+	}
 	for (int l = 1; l < NUM_LEVELS; l++) {
 		size_t n = v->nfiles[l];
-		size_t i = find_file(v->files[l], n, buf_slice(&lookup));
+		size_t i = n ? find_file(v->files[l], n, lk) : 0;
 		/* a file whose tombstone ends at ukey may share that boundary with the next */
 		for (; i < n; i++) {
 			const struct file_meta *f = v->files[l][i];
 			if (slice_cmp(ukey, fm_smallest_user(f)) < 0)
 				break;
-			r = get_in_file(v->vs, f, ukey, snap, type, seq, val, bloom_useful);
+			r = get_in_file(v->vs, f, ukey, hash, snap, type, seq, val, bloom_useful);
 			if (r != 0)
 				goto out;
 		}
@@ -1058,67 +1053,159 @@ restart:
 	return out;
 }
 
-const struct rdel_set *version_range_dels(struct version *v)
-{
-	struct rdel_set *s = __atomic_load_n(&v->rdels, __ATOMIC_ACQUIRE), *expected = NULL;
-	struct cache_handle **pins = NULL;
-	struct rtomb *t = NULL;
-	size_t n = 0, cap = 0, npins = 0;
+/*
+ * The tombstone cursor reads each table's own fragmented set (built once,
+ * when the table is opened) where it lies, instead of merging every table's
+ * tombstones into one set per version: that merge cost O(T log T) for T
+ * tombstone sequences, again for every version an iterator was made on, and
+ * with tombstones piling up under old snapshots it grew into most of the
+ * time of a long run.  Now making a cursor costs one pass over the file
+ * lists, and a lookup one cursor step per source: each level-0 table with
+ * tombstones is a source, and so is each deeper level with any (its tables
+ * are disjoint and sorted, so their sets follow one another).
+ */
+struct vtomb_src {
+	struct file_meta **files;      /* with tombstones, in key order; owned array */
+	size_t n;
+	size_t idx;                    /* the file the cursor is in */
+	struct cache_handle *h;        /* pins files[pinned]'s table, or NULL */
+	size_t pinned;
+	struct rdel_cursor cur;        /* over files[pinned]'s set */
+};
 
-	if (s)
-		return s;
-	version_collect_range_dels(v, NULL, NULL, &t, &n, &cap, &pins, &npins);
-	s = rdel_set_build(t, n, SEQ_MAX, 0);
-	for (size_t i = 0; i < npins; i++)
-		tcache_release(v->vs->tc, pins[i]);
-	free(pins);
-	free(t);
-	/* two readers may race to build it: the first to publish wins */
-	if (!__atomic_compare_exchange_n(&v->rdels, &expected, s, 0, __ATOMIC_ACQ_REL,
-					 __ATOMIC_ACQUIRE)) {
-		rdel_set_free(s);
-		s = expected;
-	}
-	return s;
+struct vtomb_cursor {
+	struct version *v;             /* not owned: the caller holds a reference */
+	struct vtomb_src *src;
+	size_t nsrc;
+};
+
+static void vtomb_add(struct vtomb_cursor *c, struct file_meta **files, size_t n)
+{
+	struct vtomb_src *s;
+
+	c->src = xrealloc(c->src, (c->nsrc + 1) * sizeof(*c->src));
+	s = &c->src[c->nsrc++];
+	memset(s, 0, sizeof(*s));
+	s->files = files;
+	s->n = n;
 }
 
-void version_collect_range_dels(struct version *v, const struct slice *lo, const struct slice *hi,
-				struct rtomb **out, size_t *n, size_t *cap, struct cache_handle ***pins,
-				size_t *npins)
+struct vtomb_cursor *vtomb_cursor_new(struct version *v)
 {
-	for (int l = 0; l < NUM_LEVELS; l++) {
-		for (size_t i = 0; i < v->nfiles[l]; i++) {
-			const struct file_meta *f = v->files[l][i];
-			struct cache_handle *h;
-			const struct rdel_set *s;
-			struct sst *t;
+	struct vtomb_cursor *c = xcalloc(1, sizeof(*c));
 
+	c->v = v;
+	for (int l = 0; l < NUM_LEVELS; l++) {
+		struct file_meta **fs = NULL;
+		size_t n = 0;
+
+		for (size_t i = 0; i < v->nfiles[l]; i++) {
+			struct file_meta *f = v->files[l][i];
 			if (!f->range_dels)
 				continue;
-			if (hi && slice_cmp(fm_smallest_user(f), *hi) > 0)
+			if (l == 0) {
+				/* level-0 tables overlap: each is a source of its own */
+				struct file_meta **one = xmalloc(sizeof(*one));
+				one[0] = f;
+				vtomb_add(c, one, 1);
 				continue;
-			if (lo && slice_cmp(fm_largest_user(f), *lo) < 0)
-				continue;
-			if (tcache_get(v->vs->tc, f, &t, &h) < 0)
-				continue;  /* the file's iterator reports the error */
-			*pins = xrealloc(*pins, (*npins + 1) * sizeof(**pins));
-			(*pins)[(*npins)++] = h;
-			s = sst_range_dels(t);
-			for (size_t j = 0; j < rdel_set_count(s); j++) {
-				const struct rdel_frag *fr = rdel_set_frag(s, j);
-				for (size_t k = 0; k < fr->nseqs; k++) {
-					if (*n == *cap) {
-						*cap = *cap ? *cap * 2 : 16;
-						*out = xrealloc(*out, *cap * sizeof(**out));
-					}
-					(*out)[*n].start = fr->start;
-					(*out)[*n].end = fr->end;
-					(*out)[*n].seq = fr->seqs[k];
-					(*n)++;
-				}
 			}
+			fs = xrealloc(fs, (n + 1) * sizeof(*fs));
+			fs[n++] = f;
+		}
+		if (n)
+			vtomb_add(c, fs, n);
+	}
+	return c;
+}
+
+int vtomb_cursor_empty(const struct vtomb_cursor *c)
+{
+	return c->nsrc == 0;
+}
+
+void vtomb_cursor_free(struct vtomb_cursor *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->nsrc; i++) {
+		if (c->src[i].h)
+			tcache_release(c->v->vs->tc, c->src[i].h);
+		free(c->src[i].files);
+	}
+	free(c->src);
+	free(c);
+}
+
+/*
+ * Put s on the file whose tombstones may cover ukey, if any: a few steps
+ * from where it was for keys met in order, a binary search after a jump.
+ * A table's tombstones cover only keys in [smallest user key, largest user
+ * key): its largest key is at least the (exclusive) end of each of them.
+ * Those ranges are disjoint along a level even where one table ends at the
+ * user key where the next begins.  Returns 0 if no file of s may cover ukey.
+ */
+static int vtomb_locate(struct vtomb_src *s, struct slice ukey)
+{
+	size_t i = s->idx;
+	int steps = 0;
+
+	while (i + 1 < s->n && slice_cmp(ukey, fm_largest_user(s->files[i])) >= 0 && steps < 4) {
+		i++;
+		steps++;
+	}
+	while (i > 0 && slice_cmp(ukey, fm_smallest_user(s->files[i])) < 0 && steps < 4) {
+		i--;
+		steps++;
+	}
+	if ((i + 1 < s->n && slice_cmp(ukey, fm_largest_user(s->files[i])) >= 0) ||
+	    (i > 0 && slice_cmp(ukey, fm_smallest_user(s->files[i])) < 0)) {
+		size_t lo = 0, hi = s->n;   /* the first file whose largest key > ukey */
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (slice_cmp(fm_largest_user(s->files[mid]), ukey) <= 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		i = lo < s->n ? lo : s->n - 1;
+	}
+	s->idx = i;
+	return slice_cmp(ukey, fm_smallest_user(s->files[i])) >= 0 &&
+	       slice_cmp(ukey, fm_largest_user(s->files[i])) < 0;
+}
+
+uint64_t vtomb_cursor_covering(struct vtomb_cursor *c, struct slice ukey, uint64_t snap,
+			       const struct rdel_frag **fr)
+{
+	uint64_t best = 0;
+
+	*fr = NULL;
+	for (size_t i = 0; i < c->nsrc; i++) {
+		struct vtomb_src *s = &c->src[i];
+		uint64_t seq;
+
+		if (!vtomb_locate(s, ukey))
+			continue;
+		if (!s->h || s->pinned != s->idx) {
+			struct sst *t;
+			if (s->h)
+				tcache_release(c->v->vs->tc, s->h);
+			s->h = NULL;
+			if (tcache_get(c->v->vs->tc, s->files[s->idx], &t, &s->h) < 0) {
+				s->h = NULL;
+				continue;  /* the file's iterator reports the error */
+			}
+			s->pinned = s->idx;
+			rdel_cursor_init(&s->cur, sst_range_dels(t));
+		}
+		seq = rdel_cursor_covering(&s->cur, ukey, snap);
+		if (seq > best) {
+			best = seq;
+			*fr = rdel_cursor_frag(&s->cur);
 		}
 	}
+	return best;
 }
 
 /* ------------------------------------------------------------ level iterator */

@@ -85,7 +85,6 @@ struct version {
 	double score;
 	int score_level;
 	struct version *prev, *next;   /* live versions list (db mutex) */
-	struct rdel_set *rdels;        /* every table's tombstones, built at first use (atomic) */
 };
 
 struct file_add {
@@ -225,17 +224,22 @@ struct file_meta **version_overlapping(const struct version *v, int level, const
 struct iter *level_iter_new(struct version *v, int level, int fill_cache);
 
 /*
- * The range tombstones of every table in v, fragmented with all their
- * sequences; built once per version on first use (so iterators need not
- * gather them each time) and freed with it.  Never NULL; tables that cannot be
- * opened contribute nothing (their iterators report the error).
+ * A cursor over the range tombstones of every table in v, for keys visited
+ * in order (either direction; a jump costs a binary search).  It reads each
+ * table's own fragmented set (sst_range_dels), pinning one table per level
+ * at a time, so making one costs a pass over v's file lists, not a merge of
+ * every tombstone.  covering() gives the largest sequence <= snap of a
+ * tombstone covering ukey (0 if none) and in *fr its fragment, valid until
+ * the next call.  Tables that cannot be opened contribute nothing (their
+ * iterators report the error).  REQUIRES: a reference to v while the cursor
+ * lives; one thread at a time.
  */
-const struct rdel_set *version_range_dels(struct version *v);
-
-/* Append the range tombstones of every file in v overlapping [lo, hi] to *out. */
-void version_collect_range_dels(struct version *v, const struct slice *lo, const struct slice *hi,
-				struct rtomb **out, size_t *n, size_t *cap, struct cache_handle ***pins,
-				size_t *npins);
+struct vtomb_cursor;
+struct vtomb_cursor *vtomb_cursor_new(struct version *v);
+int vtomb_cursor_empty(const struct vtomb_cursor *c);    /* no table has tombstones */
+uint64_t vtomb_cursor_covering(struct vtomb_cursor *c, struct slice ukey, uint64_t snap,
+			       const struct rdel_frag **fr);
+void vtomb_cursor_free(struct vtomb_cursor *c);
 
 /* Re-read the current manifest and report each damaged record; 0 or -EUCLEAN. */
 int vs_check_manifest(struct version_set *vs,

@@ -182,6 +182,13 @@ int wal_reader_torn(const struct wal_reader *r, uint64_t *offset)
 	return r->torn;
 }
 
+static int zeros_to_end(struct wal_reader *r, uint64_t off);
+
+int wal_reader_torn_zeros(struct wal_reader *r)
+{
+	return r->torn && r->torn_off < r->size && zeros_to_end(r, r->torn_off) == 1;
+}
+
 uint64_t wal_reader_offset(const struct wal_reader *r)
 {
 	return r->off;

@@ -68,6 +68,12 @@ struct wal_reader *wal_reader_new(struct env_file *f, uint64_t file_size, const 
 int wal_read(struct wal_reader *r, struct slice *rec);
 /* After wal_read returned 0: 1 if the log ended in a torn tail, and where. */
 int wal_reader_torn(const struct wal_reader *r, uint64_t *offset);
+/*
+ * After wal_read returned 0 with a torn tail: 1 if that tail is nothing but
+ * zeros (space reserved for the log and never written, see env.h's
+ * open_log), 0 if it holds part of a record.
+ */
+int wal_reader_torn_zeros(struct wal_reader *r);
 /* Offset just past the last good record (where a torn or damaged one begins). */
 uint64_t wal_reader_offset(const struct wal_reader *r);
 /* Frees the reader; does not close f. */
