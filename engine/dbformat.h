@@ -37,6 +37,23 @@ static inline uint64_t ikey_pack(uint64_t seq, int type)
 
 /* Append an internal key to b. */
 void ikey_append(struct buf *b, struct slice ukey, uint64_t seq, int type);
+/*
+ * The seek key (ukey, seq, KT_SEEK) for a point lookup: built in mem (cap
+ * bytes, on the caller's stack) when it fits, so a lookup allocates
+ * nothing, else in *spill (which the caller frees).
+ */
+static inline struct slice ikey_seek_key(char *mem, size_t cap, struct buf *spill,
+					 struct slice ukey, uint64_t seq)
+{
+	if (ukey.len + IKEY_TRAILER > cap) {
+		ikey_append(spill, ukey, seq, KT_SEEK);
+		return buf_slice(spill);
+	}
+	if (ukey.len)
+		memcpy(mem, ukey.data, ukey.len);
+	enc_fixed64(mem + ukey.len, ikey_pack(seq, KT_SEEK));
+	return slice_make(mem, ukey.len + IKEY_TRAILER);
+}
 
 /* Accessors; REQUIRES ikey.len >= 8 (check with ikey_valid on data read from disk). */
 static inline int ikey_valid(struct slice ikey)

@@ -1100,15 +1100,7 @@ int sst_get_hashed(struct sst *t, struct slice ukey, uint64_t hash, uint64_t sna
 		return 0;
 	}
 	/* the lookup key, on the stack when it fits; the iterators too: no allocation */
-	if (ukey.len + IKEY_TRAILER <= sizeof(tmem)) {
-		if (ukey.len)
-			memcpy(tmem, ukey.data, ukey.len);
-		enc_fixed64(tmem + ukey.len, ikey_pack(snap_seq, KT_SEEK));
-		target = slice_make(tmem, ukey.len + IKEY_TRAILER);
-	} else {
-		ikey_append(&tbuf, ukey, snap_seq, KT_SEEK);
-		target = buf_slice(&tbuf);
-	}
+	target = ikey_seek_key(tmem, sizeof(tmem), &tbuf, ukey, snap_seq);
 	blk_iter_init(&idx, &t->index, ikey_cmp_fn, NULL, NULL);
 	/*
 	 * Normally the block the index names holds the answer; but a separator

@@ -987,15 +987,7 @@ int version_get(struct version *v, struct slice ukey, uint64_t snap, int *type, 
 			goto out;
 	}
 	/* the lookup key, on the stack when it fits */
-	if (ukey.len + IKEY_TRAILER <= sizeof(lmem)) {
-		if (ukey.len)
-			memcpy(lmem, ukey.data, ukey.len);
-		enc_fixed64(lmem + ukey.len, ikey_pack(snap, KT_SEEK));
-		lk = slice_make(lmem, ukey.len + IKEY_TRAILER);
-	} else {
-		ikey_append(&lookup, ukey, snap, KT_SEEK);
-		lk = buf_slice(&lookup);
-	}
+	lk = ikey_seek_key(lmem, sizeof(lmem), &lookup, ukey, snap);
 	for (int l = 1; l < NUM_LEVELS; l++) {
 		size_t n = v->nfiles[l];
 		size_t i = n ? find_file(v->files[l], n, lk) : 0;
