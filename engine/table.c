@@ -1365,6 +1365,134 @@ void tbl_free_names(char **names, size_t n)
 	free(names);
 }
 
+static int group_info_cmp(const void *a, const void *b)
+{
+	const struct tbl_group_info *x = a, *y = b;
+	int c = strcmp(x->table, y->table);
+
+	return c ? c : strcmp(x->group, y->group);
+}
+
+int tbl_list_groups(struct tbl_db *db, const char *table, struct tbl_group_info **groups,
+		    size_t *n)
+{
+	struct tbl_group_info *g = NULL;
+	size_t cap = 0;
+	int r = 0;
+
+	*groups = NULL;
+	*n = 0;
+	pthread_rwlock_rdlock(&db->schema_lock);
+	if (table && !tbl_find_table(db, table)) {
+		r = KV_ERROR(-ENOENT, "table %.600s: no such table", table);
+		goto out;
+	}
+	for (size_t i = 0; i < db->ntables; i++) {
+		const struct tbl_table *t = db->tables[i];
+
+		if (table && strcmp(t->name, table))
+			continue;
+		for (size_t j = 1; j < t->ngroups; j++) {   /* groups[0] is "default" */
+			if (*n == cap) {
+				cap = cap ? 2 * cap : 8;
+				g = xrealloc(g, cap * sizeof(*g));
+			}
+			g[*n].table = xstrdup(t->name);
+			g[*n].group = xstrdup(t->groups[j]->name);
+			g[*n].tree = xstrdup(kv_tree_name(t->groups[j]->tree));
+			(*n)++;
+		}
+	}
+	if (*n)
+		qsort(g, *n, sizeof(*g), group_info_cmp);
+	*groups = g;
+out:
+	pthread_rwlock_unlock(&db->schema_lock);
+	return r;
+}
+
+void tbl_free_groups(struct tbl_group_info *groups, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(groups[i].table);
+		free(groups[i].group);
+		free(groups[i].tree);
+	}
+	free(groups);
+}
+
+/*
+ * The trees are compacted without the schema lock (a compaction can take
+ * minutes, and schema changes should not wait for it): a kv tree handle
+ * stays valid after its tree is dropped (kv_tree_drop only marks it), and
+ * the compaction of a dropped tree stops at once.
+ */
+int tbl_compact(struct tbl_db *db, const char *table,
+		void (*step)(void *arg, const char *table, const char *group), void *arg)
+{
+	struct tbl_group_info *g = NULL;
+	struct kv_tree **trees = NULL;
+	struct buf lo = BUF_INIT, hi = BUF_INIT;
+	size_t n = 0;
+	int r, has_hi = 0;
+
+	pthread_rwlock_rdlock(&db->schema_lock);
+	if (table) {
+		struct tbl_table *t = tbl_find_table(db, table);
+
+		if (!t) {
+			pthread_rwlock_unlock(&db->schema_lock);
+			return KV_ERROR(-ENOENT, "table %.600s: no such table", table);
+		}
+		tkey_table_prefix(&lo, t->id);
+		has_hi = tkey_successor(&hi, buf_slice(&lo));
+	}
+	/* the trees, in the order tbl_list_groups gives their groups */
+	pthread_rwlock_unlock(&db->schema_lock);
+	r = tbl_list_groups(db, table, &g, &n);
+	if (r < 0)
+		goto out;
+	trees = xcalloc(n ? n : 1, sizeof(*trees));
+	pthread_rwlock_rdlock(&db->schema_lock);
+	for (size_t i = 0; i < n; i++) {
+		struct tbl_table *t = tbl_find_table(db, g[i].table);
+
+		for (size_t j = 1; t && j < t->ngroups; j++)
+			if (!strcmp(t->groups[j]->name, g[i].group))
+				trees[i] = t->groups[j]->tree;
+	}
+	pthread_rwlock_unlock(&db->schema_lock);
+
+	if (step)
+		step(arg, table, TBL_DEFAULT_GROUP);
+	r = kv_compact_range(db->kv, table ? lo.data : NULL, lo.len, has_hi ? hi.data : NULL,
+			     hi.len);
+	if (r < 0) {
+		r = error_context(r, "compacting %s%.600s in the default tree",
+				  table ? "table " : "the database", table ? table : "");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!trees[i])
+			continue;   /* its table or group went while we worked */
+		if (step)
+			step(arg, g[i].table, g[i].group);
+		/* a group's tree holds one table's cells: all of it */
+		r = kv_compact_range_tree(db->kv, trees[i], NULL, 0, NULL, 0);
+		if (r < 0) {
+			r = error_context(r, "table %.600s: compacting locality group %s",
+					  g[i].table, g[i].group);
+			goto out;
+		}
+	}
+out:
+	free(trees);
+	tbl_free_groups(g, n);
+	buf_free(&lo);
+	buf_free(&hi);
+	return r;
+}
+
 /* ------------------------------------------------------------ families */
 
 /* Resolve table and live family under the write lock (held by the caller). */

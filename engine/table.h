@@ -87,6 +87,39 @@ int tbl_list_tables(struct tbl_db *db, char ***names, size_t *n);
 int tbl_table_exists(struct tbl_db *db, const char *table);
 void tbl_free_names(char **names, size_t n);
 
+/*
+ * A locality group other than "default" and the kv tree that holds it,
+ * named as the engine's statistics ("sstables", kv_property) name it; the
+ * default group of every table lives in the engine's default tree.
+ */
+struct tbl_group_info {
+	char *table;
+	char *group;
+	char *tree;
+};
+/*
+ * The groups other than "default" of table (NULL: of every table), by
+ * table then group name.  *groups is malloc'd: free with tbl_free_groups.
+ * -ENOENT if the table does not exist.
+ */
+int tbl_list_groups(struct tbl_db *db, const char *table, struct tbl_group_info **groups,
+		    size_t *n);
+void tbl_free_groups(struct tbl_group_info *groups, size_t n);
+
+/*
+ * Compact table's cells (table NULL: the whole database) down to the
+ * engine's bottom level, in the default tree and in the tree of each of
+ * its locality groups: what deletes, GC (max_versions, ttl, dropped
+ * families) and released snapshots left behind is removed, and reads touch
+ * one file per level at most.  Before each tree, step (if not NULL) is
+ * called with the table and group about to be compacted (table NULL and
+ * group "default" for the whole default tree), so a caller can show
+ * progress.  Writes and reads go on meanwhile; a table dropped meanwhile
+ * is skipped.  0 or the first error (the trees after it are not compacted).
+ */
+int tbl_compact(struct tbl_db *db, const char *table,
+		void (*step)(void *arg, const char *table, const char *group), void *arg);
+
 /* ------------------------------------------------------------ families */
 
 struct tbl_family_settings {

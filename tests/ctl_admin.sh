@@ -108,18 +108,44 @@ run -d "$D" stats extra
 usage_error "stats takes no argument"
 
 echo "# compact"
+# four more versions of com.github/'s contents: max_versions 3 keeps the newest 3
+cat >"$T/versions.jsonl" <<'EOF'
+{"table":"webtable","row":"com.github/","cells":[{"family":"contents","qualifier":"","ts":13,"type":"string","value":"v13"},{"family":"contents","qualifier":"","ts":12,"type":"string","value":"v12"},{"family":"contents","qualifier":"","ts":11,"type":"string","value":"v11"},{"family":"contents","qualifier":"","ts":10,"type":"string","value":"v10"}]}
+EOF
+run -d "$D" import "$T/versions.jsonl"
+status_is 0 "import four more versions into the contents group"
+# entries in the files of tree NAME, from stats (tree, level, files, bytes, entries)
+tree_entries() {
+	"$SMOLCTL" -d "$D" stats | awk -v t="$1" '$1 == t && $2 ~ /^[0-9]+$/ { n += $5 } END { print n + 0 }'
+}
+entries_before=$(tree_entries lg-1)
 run -d "$D" compact
 status_is 0 "compact"
-out_has "compacted the default tree of $D" "compact says what it compacted"
-out_has "not compacted: tree lg-1 (table webtable, locality group contents)" \
-	"and which trees it could not reach"
-sed -n 's/^  default tree after : //p' "$T/out" >"$T/after"
+out_has "compacted every tree of $D: the default tree and 1 locality group" \
+	"compact says what it compacted"
+out_has "tree lg-1 (table webtable, locality group contents)" "and names each group's tree"
+# the lines after "tree lg-1 ...": before and after
+sed -n '/^tree lg-1 /,/^tree /s/^  after : //p' "$T/out" >"$T/after"
+grep "level 0" "$T/after" >/dev/null
+test $? -ne 0 && grep "level 1: 1" "$T/after" >/dev/null
+check $? "after compact the group's tree is one file, at level 1"
+sed -n '/^tree default/,/^tree /s/^  after : //p' "$T/out" >"$T/after"
 grep "level 0" "$T/after" >/dev/null
 test $? -ne 0 && test -s "$T/after"
-check $? "after compact the default tree has no level-0 file"
+check $? "and the default tree has no level-0 file"
+entries_after=$(tree_entries lg-1)
+test "$entries_after" -eq 5
+check $? "the group's tree keeps only the 5 visible versions (was $entries_before, now $entries_after)"
+run -d "$D" get webtable com.github/ --column contents: --versions 9 --json
+out_has '"value":"v13"},{"family":"contents","qualifier":"","ts":12,"type":"string","value":"v12"},{"family":"contents","qualifier":"","ts":11,"type":"string","value":"v11"}]}' \
+	"the three newest versions are still read"
 run -d "$D" compact aircraft
 status_is 0 "compact TABLE"
-out_has "compacted table aircraft in the default tree of $D" "compact TABLE names the table"
+out_has "compacted table aircraft of $D: its range of the default tree and 0 locality groups" \
+	"compact TABLE names the table"
+run -d "$D" compact webtable
+out_has "tree lg-1 (table webtable, locality group contents)" \
+	"compact TABLE compacts the table's own groups too"
 run -d "$D" compact nosuch
 error_naming "nosuch" "compact of a missing table names it"
 run -d "$D" compact a b

@@ -1309,6 +1309,100 @@ static void test_schema_vs_compaction(void)
 	free(dir);
 }
 
+/* tbl_compact's step callback: the trees in the order they were compacted */
+static void record_step(void *arg, const char *table, const char *group)
+{
+	struct buf *b = arg;
+	char line[256];
+	int n = snprintf(line, sizeof(line), "%s%s/%s", b->len ? " " : "", table ? table : "*",
+			 group);
+
+	buf_append(b, line, (size_t)n);
+}
+
+/*
+ * tbl_list_groups names each locality group's tree; tbl_compact compacts
+ * the default tree and every group's tree (of one table, or of all), so
+ * what GC hides is physically gone from each, and another table's groups
+ * are left alone by a compaction of one table.
+ */
+static void test_compact(void)
+{
+	char *dir = fresh_dir("compact");
+	struct tbl_db *db = open_db(dir);
+	struct tbl_family_settings one = settings(CELL_STRING, 1, 0, "blobs", 1);
+	struct tbl_family_settings meta = settings(CELL_STRING, 1, 0, "default", 1);
+	struct version *v = xcalloc(MAXRAW, sizeof(*v));
+	struct tbl_group_info *g = NULL;
+	struct kv_tree *ta, *tb;
+	struct buf steps = BUF_INIT;
+	uint32_t ga, gb, ida, idb;
+	size_t n = 99;
+	char *na, *nb;
+	long raw;
+
+	tbl_create_table(db, "b");
+	tbl_create_table(db, "a");
+	tbl_add_family(db, "a", "blob", &one);
+	tbl_add_family(db, "a", "meta", &meta);
+	tbl_add_family(db, "b", "blob", &one);
+	tbl_add_family(db, "b", "zz", &(struct tbl_family_settings){ .type = CELL_STRING,
+		.locality_group = "another", .compression = 1 });
+	family_info(db, "a", "blob", &ga, &ta);
+	family_info(db, "b", "blob", &gb, &tb);
+	ida = table_id(db, "a");
+	idb = table_id(db, "b");
+	na = lg_name(ga);
+	nb = lg_name(gb);
+
+	is_int(tbl_list_groups(db, "nosuch", &g, &n), -ENOENT,
+	       "tbl_list_groups of a missing table: -ENOENT");
+	ok(g == NULL && n == 0, "and an empty result");
+	is_int(tbl_list_groups(db, NULL, &g, &n), 0, "tbl_list_groups of every table");
+	is_int(n, 3, "three groups besides the default ones");
+	ok(n == 3 && !strcmp(g[0].table, "a") && !strcmp(g[0].group, "blobs") &&
+	   !strcmp(g[0].tree, na) && !strcmp(g[1].table, "b") && !strcmp(g[1].group, "another") &&
+	   !strcmp(g[2].table, "b") && !strcmp(g[2].group, "blobs") && !strcmp(g[2].tree, nb),
+	   "by table, then group, each with its tree (%s, %s)", na, nb);
+	tbl_free_groups(g, n);
+	is_int(tbl_list_groups(db, "a", &g, &n), 0, "tbl_list_groups of one table");
+	ok(n == 1 && !strcmp(g[0].group, "blobs"), "only that table's groups");
+	tbl_free_groups(g, n);
+
+	for (uint64_t ts = 1; ts <= 4; ts++) {
+		put_str(db, "a", "r", "blob", "q", ts, "x");
+		put_str(db, "a", "r", "meta", "q", ts, "x");
+		put_str(db, "b", "r", "blob", "q", ts, "x");
+	}
+	is_int(tbl_compact(db, "nosuch", record_step, &steps), -ENOENT,
+	       "tbl_compact of a missing table: -ENOENT");
+	is_int((int)steps.len, 0, "and nothing was compacted");
+	is_int(tbl_compact(db, "a", record_step, &steps), 0, "tbl_compact of one table");
+	buf_append(&steps, "", 1);
+	is_str(steps.data, "a/default a/blobs", "it compacts the default tree, then its group");
+	raw = raw_versions(db, ta, ida, v, MAXRAW);
+	is_int(raw, 1, "max_versions 1: one version left in the table's group tree");
+	raw = raw_versions(db, NULL, ida, v, MAXRAW);
+	is_int(raw, 1, "and in its range of the default tree");
+	raw = raw_versions(db, tb, idb, v, MAXRAW);
+	is_int(raw, 4, "another table's group is not compacted");
+	buf_clear(&steps);
+	is_int(tbl_compact(db, NULL, record_step, &steps), 0, "tbl_compact of the database");
+	buf_append(&steps, "", 1);
+	is_str(steps.data, "*/default a/blobs b/another b/blobs",
+	       "the default tree, then every group of every table");
+	raw = raw_versions(db, tb, idb, v, MAXRAW);
+	is_int(raw, 1, "now the other table's group keeps one version too");
+	is_int(tbl_compact(db, NULL, NULL, NULL), 0, "no step callback is needed");
+
+	buf_free(&steps);
+	free(v);
+	free(na);
+	free(nb);
+	close_db(db);
+	free(dir);
+}
+
 int main(void)
 {
 	plan_lazy();
@@ -1328,6 +1422,7 @@ int main(void)
 	test_limits();
 	test_now();
 	test_schema_vs_compaction();
+	test_compact();
 	rm_rf(tmpdir);
 	done_testing();
 	return exit_status();

@@ -17,18 +17,10 @@
  * command or option, missing or extra arguments, a value that does not
  * parse).  Usage errors are found before the database is opened.
  *
- * Below the table API.  Two things smolctl needs are not in table.h: a
- * table's id (for the key range that compact T hands to kv_compact_range)
- * and which kv tree holds each locality group (for the sizes describe and
- * stats show).  smolctl reads both from the schema records, read-only,
- * through kv.h: they are a durable format, documented in engine/table.c
- * and engine/table_int.h (table id 0, 'T' and 'G' records, group N in tree
- * "lg-N"), and every record is checked against it (anything else is
- * reported as damage, never guessed at).  The trees of locality groups
- * other than "default" cannot be compacted from here: kv_tree_open, the
- * only way to a tree's handle, would reset the settings (the GC filter,
- * the compression level) the table layer gave the tree, so compact leaves
- * them to the engine's background compaction and says so.
+ * smolctl works through the table API (engine/table.h): tbl_compact for
+ * compaction, tbl_list_groups for the kv tree of each locality group; from
+ * the kv layer underneath (tbl_kv) it reads only statistics (kv_property)
+ * and, in check, the engine's own verification (kv_verify).
  */
 #include "config.h"
 
@@ -50,7 +42,6 @@
 #include "kv.h"
 #include "table.h"
 #include "tio.h"
-#include "tkey.h"
 
 #define EXIT_ERROR 1
 #define EXIT_USAGE 2
@@ -856,133 +847,6 @@ static int db_close(struct tbl_db *db, int status)
 	return status;
 }
 
-/* ------------------------------------------------------------ the schema, read-only */
-
-/* The schema records' kinds (engine/table.c). */
-#define SCHEMA_TABLE 'T'
-#define SCHEMA_GROUP 'G'
-
-static void schema_key(struct buf *b, char kind)
-{
-	buf_clear(b);
-	tkey_table_prefix(b, 0);   /* table id 0: the schema's */
-	buf_append(b, &kind, 1);
-}
-
-/* The id of table name: 0, -ENOENT, or -EUCLEAN for a record of the wrong size. */
-static int schema_table_id(struct tbl_db *db, const char *name, uint32_t *id)
-{
-	struct buf key = BUF_INIT;
-	char *val = NULL;
-	size_t vlen;
-	int r;
-
-	schema_key(&key, SCHEMA_TABLE);
-	buf_append(&key, name, strlen(name));
-	r = kv_get(tbl_kv(db), NULL, key.data, key.len, &val, &vlen);
-	if (r == 0 && vlen != 4)
-		r = KV_CORRUPT("table %s: its schema record holds %zu bytes, not 4", name, vlen);
-	if (r == 0)
-		*id = dec_fixed32(val);
-	free(val);
-	buf_free(&key);
-	return r;
-}
-
-/* A locality group and its kv tree. */
-struct group_info {
-	char *table;               /* the table's name */
-	uint32_t table_id;
-	char *name;                /* the group's name */
-	char tree[32];             /* "default" or "lg-N" */
-};
-
-static void groups_free(struct group_info *g, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		free(g[i].table);
-		free(g[i].name);
-	}
-	free(g);
-}
-
-/*
- * The locality groups other than "default" of table `table` (NULL: of every
- * table, with their tables' names), from the 'G' records.  *out is
- * malloc'd (groups_free).
- */
-static int schema_groups(struct tbl_db *db, const char *table, struct group_info **out,
-			 size_t *n)
-{
-	struct buf prefix = BUF_INIT;
-	struct group_info *g = NULL;
-	struct kv_iter *it;
-	uint32_t tid = 0;
-	size_t cap = 0, plen;
-	int r = 0;
-
-	*out = NULL;
-	*n = 0;
-	if (table && (r = schema_table_id(db, table, &tid)) < 0)
-		return r;
-	schema_key(&prefix, SCHEMA_GROUP);
-	plen = prefix.len + 4;   /* the kind, then the fixed32 table id */
-	if (table)
-		buf_put_fixed32(&prefix, tid);
-	it = kv_iter_new_prefix(tbl_kv(db), NULL, prefix.data, prefix.len);
-	for (kv_iter_seek_first(it); kv_iter_valid(it); kv_iter_next(it)) {
-		size_t klen, vlen;
-		const char *k = kv_iter_key(it, &klen);
-		const char *v = kv_iter_value(it, &vlen);
-
-		if (klen <= plen || vlen != 4) {
-			r = KV_CORRUPT("a locality group's schema record has a %zu-byte key and a "
-				       "%zu-byte value", klen, vlen);
-			break;
-		}
-		if (*n == cap) {
-			cap = cap ? 2 * cap : 8;
-			g = xrealloc(g, cap * sizeof(*g));
-		}
-		memset(&g[*n], 0, sizeof(g[*n]));
-		g[*n].table_id = dec_fixed32(k + plen - 4);
-		g[*n].name = xmemdup(k + plen, klen - plen);   /* NUL-terminated copy */
-		snprintf(g[*n].tree, sizeof(g[*n].tree), "lg-%" PRIu32, dec_fixed32(v));
-		g[*n].table = table ? xstrdup(table) : NULL;
-		(*n)++;
-	}
-	if (r == 0)
-		r = kv_iter_status(it);
-	kv_iter_free(it);
-	buf_free(&prefix);
-	if (r == 0 && !table) {
-		/* name each group's table, from the 'T' records (name -> id) */
-		schema_key(&prefix, SCHEMA_TABLE);
-		it = kv_iter_new_prefix(tbl_kv(db), NULL, prefix.data, prefix.len);
-		for (kv_iter_seek_first(it); kv_iter_valid(it); kv_iter_next(it)) {
-			size_t klen, vlen;
-			const char *k = kv_iter_key(it, &klen);
-			const char *v = kv_iter_value(it, &vlen);
-
-			if (vlen != 4)
-				continue;   /* schema_table_id reports this one where it matters */
-			for (size_t i = 0; i < *n; i++)
-				if (g[i].table_id == dec_fixed32(v) && !g[i].table)
-					g[i].table = xmemdup(k + prefix.len, klen - prefix.len);
-		}
-		r = kv_iter_status(it);
-		kv_iter_free(it);
-		buf_free(&prefix);
-	}
-	if (r < 0) {
-		groups_free(g, *n);
-		*n = 0;
-		return r;
-	}
-	*out = g;
-	return 0;
-}
-
 /* ------------------------------------------------------------ file sizes per tree */
 
 #define MAX_LEVELS 16
@@ -1390,12 +1254,12 @@ static void describe_families(const struct table_families *tf, struct describe_w
 }
 
 /* The groups: "default" (in the kv default tree), then each of the table's own. */
-static void describe_groups(const struct table_families *tf, const struct group_info *groups,
+static void describe_groups(const struct table_families *tf, const struct tbl_group_info *groups,
 			    size_t ngroups, struct describe_widths w)
 {
 	printf("%-*s  %-8s  %s\n", w.group, "locality group", "tree", "families");
 	for (size_t g = 0; g <= ngroups; g++) {
-		const char *gname = g ? groups[g - 1].name : "default";
+		const char *gname = g ? groups[g - 1].group : "default";
 		int any = 0, level = 0;
 
 		printf("%-*s  %-8s  ", w.group, gname, g ? groups[g - 1].tree : "default");
@@ -1419,14 +1283,14 @@ static void describe_groups(const struct table_families *tf, const struct group_
 
 /* describe --scan: each group's live data, against its own tree's files. */
 static int describe_live(struct tbl_db *db, const char *table, const struct table_families *tf,
-			 const struct group_info *groups, size_t ngroups,
+			 const struct tbl_group_info *groups, size_t ngroups,
 			 struct tree_sizes **sizes, size_t *nsizes, struct describe_widths w)
 {
 	printf("\nlive data (a scan of every visible version, per group)\n");
 	printf("%-*s  %9s  %9s  %12s  %s\n", w.group, "locality group", "rows", "cells",
 	       "key+value B", "against the files");
 	for (size_t g = 0; g <= ngroups; g++) {
-		const char *gname = g ? groups[g - 1].name : "default";
+		const char *gname = g ? groups[g - 1].group : "default";
 		struct tbl_scan_counts cnt;
 		uint64_t fb = 0;
 		int r = group_live(db, table, tf, gname, &cnt);
@@ -1455,7 +1319,7 @@ static int run_describe(const struct cmd *c, int argc, char **argv)
 	};
 	struct describe_widths w = { 6, 14 };
 	struct table_families tf = { NULL, NULL, 0 };
-	struct group_info *groups = NULL;
+	struct tbl_group_info *groups = NULL;
 	struct tree_sizes *sizes = NULL;
 	size_t ngroups = 0, nsizes = 0;
 	struct tbl_db *db;
@@ -1482,7 +1346,7 @@ static int run_describe(const struct cmd *c, int argc, char **argv)
 		r = fail(r, "describe %s", table);
 		goto out;
 	}
-	r = schema_groups(db, table, &groups, &ngroups);
+	r = tbl_list_groups(db, table, &groups, &ngroups);
 	if (r < 0) {
 		r = fail(r, "describe %s: reading its locality groups", table);
 		goto out;
@@ -1492,7 +1356,7 @@ static int run_describe(const struct cmd *c, int argc, char **argv)
 		w.group = max_int(w.group, (int)strlen(tf.set[i].locality_group));
 	}
 	for (size_t g = 0; g < ngroups; g++)
-		w.group = max_int(w.group, (int)strlen(groups[g].name));
+		w.group = max_int(w.group, (int)strlen(groups[g].group));
 	tree_sizes_read(db, &sizes, &nsizes);
 
 	printf("table %s in %s\n\n", table, datadir);
@@ -1507,7 +1371,7 @@ static int run_describe(const struct cmd *c, int argc, char **argv)
 	r = scan ? describe_live(db, table, &tf, groups, ngroups, &sizes, &nsizes, w) : 0;
 out:
 	free(sizes);
-	groups_free(groups, ngroups);
+	tbl_free_groups(groups, ngroups);
 	table_families_free(&tf);
 	return db_close(db, r);
 }
@@ -2009,18 +1873,39 @@ static void print_compact_sizes(const char *when, const struct tree_sizes *t)
 	printf("\n");
 }
 
+static void compact_step(void *arg, const char *table, const char *group)
+{
+	struct ticker *tk = arg;
+
+	if (table)
+		ticker_set(tk, "compact: table %s, locality group %s", table, group);
+	else
+		ticker_set(tk, "compact: the default tree (every table's default group)");
+}
+
+/* One tree's sizes before and after, if it held anything either time. */
+static void print_compact_tree(const char *label, struct tree_sizes **before, size_t *nbefore,
+			       struct tree_sizes **after, size_t *nafter, const char *tree)
+{
+	const struct tree_sizes *b = sizes_find(before, nbefore, tree);
+	const struct tree_sizes *a = sizes_find(after, nafter, tree);
+
+	printf("%s\n", label);
+	print_compact_sizes("  before", b);
+	print_compact_sizes("  after ", a);
+}
+
 static int run_compact(const struct cmd *c, int argc, char **argv)
 {
 	struct tree_sizes *before = NULL, *after = NULL;
-	struct group_info *groups = NULL;
+	struct tbl_group_info *groups = NULL;
 	size_t nbefore = 0, nafter = 0, ngroups = 0;
-	struct buf lo = BUF_INIT, hi = BUF_INIT;
 	const char *table = NULL;
 	struct tbl_db *db;
 	struct ticker tk;
 	struct opts o;
-	uint32_t id;
-	int ch, r, has_hi = 0;
+	char label[1024];
+	int ch, r;
 
 	opts_init(&o, c, argc, argv, "", NULL);
 	while ((ch = opts_next(&o)) != OPT_DONE) {
@@ -2036,27 +1921,14 @@ static int run_compact(const struct cmd *c, int argc, char **argv)
 		table = argv[optind];
 	if ((r = db_open(OPEN_EXISTING, &db)))
 		return r;
-	if (table) {
-		r = tbl_table_exists(db, table);
-		if (r == 0)
-			r = schema_table_id(db, table, &id);
-		if (r < 0) {
-			r = fail(r, "compact %s", table);
-			goto out;
-		}
-		tkey_table_prefix(&lo, id);
-		has_hi = tkey_successor(&hi, buf_slice(&lo));
-	}
-	r = schema_groups(db, table, &groups, &ngroups);
+	r = tbl_list_groups(db, table, &groups, &ngroups);
 	if (r < 0) {
-		r = fail(r, "compact: reading the locality groups");
+		r = fail(r, "compact%s%s", table ? " " : "", table ? table : "");
 		goto out;
 	}
 	tree_sizes_read(db, &before, &nbefore);
-	ticker_start(&tk, table ? "compact: the table's range of the default tree"
-				: "compact: the default tree");
-	r = kv_compact_range(tbl_kv(db), table ? lo.data : NULL, lo.len,
-			     has_hi ? hi.data : NULL, hi.len);
+	ticker_start(&tk, "compact");
+	r = tbl_compact(db, table, compact_step, &tk);
 	ticker_stop(&tk);
 	if (r < 0) {
 		r = fail(r, "compact%s%s", table ? " " : "", table ? table : "");
@@ -2064,24 +1936,24 @@ static int run_compact(const struct cmd *c, int argc, char **argv)
 	}
 	tree_sizes_read(db, &after, &nafter);
 	if (table)
-		printf("compacted table %s in the default tree of %s\n", table, datadir);
+		printf("compacted table %s of %s: its range of the default tree and %zu locality "
+		       "group%s of its own\n", table, datadir, ngroups, ngroups == 1 ? "" : "s");
 	else
-		printf("compacted the default tree of %s\n", datadir);
-	print_compact_sizes("  default tree before", &before[0]);
-	print_compact_sizes("  default tree after ", &after[0]);
-	for (size_t g = 0; g < ngroups; g++)
-		printf("not compacted: tree %s (table %s, locality group %s)\n", groups[g].tree,
-		       groups[g].table ? groups[g].table : "?", groups[g].name);
-	if (ngroups)
-		printf("  (smolctl cannot reach the trees of locality groups other than default;\n"
-		       "  the engine compacts them in the background)\n");
+		printf("compacted every tree of %s: the default tree and %zu locality group%s\n",
+		       datadir, ngroups, ngroups == 1 ? "" : "s");
+	print_compact_tree(table ? "tree default (shared by every table's default group)"
+				 : "tree default",
+			   &before, &nbefore, &after, &nafter, "default");
+	for (size_t g = 0; g < ngroups; g++) {
+		snprintf(label, sizeof(label), "tree %s (table %s, locality group %s)",
+			 groups[g].tree, groups[g].table, groups[g].group);
+		print_compact_tree(label, &before, &nbefore, &after, &nafter, groups[g].tree);
+	}
 	r = 0;
 out:
 	free(before);
 	free(after);
-	groups_free(groups, ngroups);
-	buf_free(&lo);
-	buf_free(&hi);
+	tbl_free_groups(groups, ngroups);
 	return db_close(db, r);
 }
 
@@ -2106,7 +1978,7 @@ static void print_indented(const char *text)
  * files of the group's tree (the default tree: all tables' default groups).
  */
 static int stats_live(struct tbl_db *db, char **tables, size_t ntables,
-		      const struct group_info *groups, size_t ngroups,
+		      const struct tbl_group_info *groups, size_t ngroups,
 		      struct tree_sizes **sizes, size_t *nsizes)
 {
 	uint64_t default_live = 0, fb;
@@ -2120,16 +1992,16 @@ static int stats_live(struct tbl_db *db, char **tables, size_t ntables,
 		int r = table_families_load(db, tables[t], &tf);
 
 		for (size_t g = 0; r == 0 && g <= ngroups; g++) {
-			const struct group_info *gi = g ? &groups[g - 1] : NULL;
+			const struct tbl_group_info *gi = g ? &groups[g - 1] : NULL;
 			struct tbl_scan_counts cnt;
 
 			if (gi && (!gi->table || strcmp(gi->table, tables[t])))
 				continue;   /* another table's group */
-			r = group_live(db, tables[t], &tf, gi ? gi->name : "default", &cnt);
+			r = group_live(db, tables[t], &tf, gi ? gi->group : "default", &cnt);
 			if (r < 0)
 				break;
 			printf("  %-16s  %-14s  %-8s  %9" PRIu64 "  %9" PRIu64 "  %12" PRIu64 "\n",
-			       tables[t], gi ? gi->name : "default", gi ? gi->tree : "default",
+			       tables[t], gi ? gi->group : "default", gi ? gi->tree : "default",
 			       cnt.rows, cnt.cells, cnt.bytes);
 			if (!gi) {
 				default_live += cnt.bytes;
@@ -2156,7 +2028,7 @@ static int run_stats(const struct cmd *c, int argc, char **argv)
 	static const struct option lo[] = {
 		{ "scan", no_argument, NULL, O_SCAN }, { NULL, 0, NULL, 0 },
 	};
-	struct group_info *groups = NULL;
+	struct tbl_group_info *groups = NULL;
 	struct tree_sizes *sizes = NULL;
 	size_t ngroups = 0, nsizes = 0, ntables = 0;
 	char **tables = NULL, *text, *engine;
@@ -2179,7 +2051,7 @@ static int run_stats(const struct cmd *c, int argc, char **argv)
 		return r;
 	r = tbl_list_tables(db, &tables, &ntables);
 	if (r == 0)
-		r = schema_groups(db, NULL, &groups, &ngroups);
+		r = tbl_list_groups(db, NULL, &groups, &ngroups);
 	if (r < 0) {
 		r = fail(r, "stats: reading the schema");
 		goto out;
@@ -2191,7 +2063,7 @@ static int run_stats(const struct cmd *c, int argc, char **argv)
 	printf("  default   the default locality group of every table, and the schema\n");
 	for (size_t g = 0; g < ngroups; g++) {
 		printf("  %-8s  table %s, locality group %s\n", groups[g].tree,
-		       groups[g].table ? groups[g].table : "? (no table record)", groups[g].name);
+		       groups[g].table ? groups[g].table : "? (no table record)", groups[g].group);
 		sizes_find(&sizes, &nsizes, groups[g].tree)->used = 1;
 	}
 	sizes[0].used = 1;
@@ -2219,7 +2091,7 @@ static int run_stats(const struct cmd *c, int argc, char **argv)
 	r = 0;
 out:
 	free(sizes);
-	groups_free(groups, ngroups);
+	tbl_free_groups(groups, ngroups);
 	if (tables)
 		tbl_free_names(tables, ntables);
 	return db_close(db, r);
@@ -2521,11 +2393,11 @@ static const struct cmd commands[] = {
 	  "was any, 0 if none.  The kv layer is checked first, opened on its own, so\n"
 	  "check works when the table layer cannot open the database.\n\n" },
 	{ "compact", run_compact, "[TABLE]",
-	  "Compact the default tree, or one table's key range of it.",
-	  "Moves every file of the range to the last level, dropping deleted, overwritten\n"
-	  "and expired data, and prints the file counts before and after.  The trees of\n"
-	  "locality groups other than default are not compacted (smolctl cannot reach\n"
-	  "them through the table API); the engine compacts them in the background.\n\n" },
+	  "Compact the whole database, or one table.",
+	  "Moves every file of the table (without TABLE: of every table) to the last\n"
+	  "level, in the default tree and in the tree of each locality group, dropping\n"
+	  "deleted, overwritten and expired data and versions beyond max_versions, and\n"
+	  "prints each tree's files and bytes before and after.\n\n" },
 	{ "stats", run_stats, "[--scan]",
 	  "Show the trees, their files per level, the engine's counters.",
 	  "  --scan                 also scan every table and compare each tree's live\n"
