@@ -228,7 +228,9 @@ int kv_compact_range_tree(struct kv_db *db, struct kv_tree *t, const void *start
 /*
  * Statistics and state for people, as text.  Names: "stats" (levels, files,
  * bytes, compactions, cache hit rate), "levels" (files per level),
- * "sstables" (every live file).  Returns a malloc'd string the caller frees,
+ * "sstables" (every live file of every tree, a line each: level, number,
+ * bytes, entries, range tombstones, sequence range and raw, uncompressed
+ * key and value bytes, read from the file's properties).  Returns a malloc'd string the caller frees,
  * or NULL for an unknown name.
  */
 char *kv_property(struct kv_db *db, const char *name);

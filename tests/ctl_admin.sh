@@ -99,7 +99,23 @@ status_is 0 "stats"
 out_has "lg-1      table webtable, locality group contents" "stats names each group's tree"
 out_has "block cache hit rate" "stats shows the cache hit rate"
 out_has "since this smolctl opened the database" "and says what it counts"
-out_has "no compression ratio per level" "stats says what it cannot show"
+out_has "B/entry     raw bytes   ratio" "stats has raw bytes and a compression ratio per level"
+# 3000 rows of one repetitive 200-byte value: zstd packs them well
+awk 'BEGIN {
+	print "{\"table\":\"z\",\"families\":{\"f\":{\"type\":\"string\",\"max_versions\":0,\"ttl\":0,\"locality_group\":\"default\",\"compression\":3}}}"
+	v = ""; for (i = 0; i < 20; i++) v = v "abcdefghij"
+	for (i = 0; i < 3000; i++)
+		printf "{\"table\":\"z\",\"row\":\"r%05d\",\"cells\":[{\"family\":\"f\",\"qualifier\":\"q\",\"ts\":1,\"type\":\"string\",\"value\":\"%s\"}]}\n", i, v
+}' >"$T/z.jsonl"
+"$SMOLCTL" -d "$T/dbz" import --create "$T/z.jsonl" >/dev/null 2>&1
+run -d "$T/dbz" stats
+# the default tree's line: tree level files bytes entries B/entry raw ratio
+awk '$1 == "default" && $2 ~ /^[0-9]+$/ { print $4, $7, $8 }' "$T/out" >"$T/ratio"
+read -r zbytes zraw zratio <"$T/ratio"
+test "${zraw:-0}" -gt $((3000 * 200)) && test "${zbytes:-0}" -gt 0 &&
+	awk -v b="$zbytes" -v r="$zraw" -v q="$zratio" \
+		'BEGIN { e = r / b - q; exit !(r / b > 4 && e < 0.01 && e > -0.01) }'
+check $? "3000 repetitive values: raw bytes above the values' 600000, ratio raw/file above 4 ($zraw / $zbytes = $zratio)"
 run -d "$D" stats --scan
 status_is 0 "stats --scan"
 out_has "webtable          contents        lg-1" "stats --scan: a line per table and group"

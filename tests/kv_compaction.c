@@ -1199,6 +1199,72 @@ out:
 	free(dir);
 }
 
+/*
+ * kv_property("sstables") gives each file's raw (uncompressed) key and
+ * value bytes, from the table's properties: internal keys (user key and an
+ * 8-byte trailer) and values as written, in every tree.
+ */
+static void test_raw_bytes_property(void)
+{
+	enum { N = 1000, VLEN = 300 };
+	struct kv_tree_options to;
+	struct kv_options o;
+	struct kv_tree *t = NULL;
+	struct kv_db *db;
+	char *dir = dbpath("raw"), *p, *line, *save = NULL, k[32], v[VLEN];
+	unsigned long long raw, sum_default = 0, sum_tree = 0, bytes, klen = 0;
+	int r, lines = 0, unparsed = 0;
+
+	kv_options_init(&o);
+	r = kv_open(dir, &o, &db);
+	is_int(r, 0, "raw bytes: open");
+	if (r < 0)
+		goto out;
+	kv_tree_options_init(&to);
+	r = kv_tree_open(db, "second", &to, &t);
+	is_int(r, 0, "raw bytes: open a second tree");
+	memset(v, 'v', sizeof(v));   /* compresses well */
+	for (int i = 0; i < N && r == 0; i++) {
+		struct kv_batch *b = kv_batch_new();
+		int kl = snprintf(k, sizeof(k), "key%06d", i);
+
+		klen += (unsigned long long)kl;
+		kv_batch_put(b, k, (size_t)kl, v, sizeof(v));
+		kv_batch_put_tree(b, t, k, (size_t)kl, v, 10);
+		r = kv_write(db, b, 0);
+		kv_batch_free(b);
+	}
+	is_int(r, 0, "raw bytes: write %d keys to each tree", N);
+	is_int(kv_flush(db), 0, "raw bytes: flush");
+	p = kv_property(db, "sstables");
+	for (line = p ? strtok_r(p, "\n", &save) : NULL; line; line = strtok_r(NULL, "\n", &save)) {
+		const char *rp = strstr(line, ", raw ");
+
+		lines++;
+		if (!rp || sscanf(rp, ", raw %llu bytes", &raw) != 1 ||
+		    sscanf(strstr(line, ".sst ") ? strstr(line, ".sst ") : "", ".sst %llu bytes",
+			   &bytes) != 1) {
+			unparsed++;
+			continue;
+		}
+		if (!strncmp(line, "tree second ", 12))
+			sum_tree += raw;
+		else
+			sum_default += raw;
+		diag("%s", line);
+	}
+	free(p);
+	ok(lines >= 2 && unparsed == 0, "every sstables line ends with its raw bytes (%d lines)",
+	   lines);
+	is_int((long long)sum_default, (long long)(klen + 8ull * N + (unsigned long long)N * VLEN),
+	       "the default tree's raw bytes: keys, their trailers and the values");
+	is_int((long long)sum_tree, (long long)(klen + 8ull * N + 10ull * N),
+	       "the second tree's raw bytes, counted apart");
+	is_int(kv_close(db), 0, "raw bytes: close");
+out:
+	free(dir);
+}
+
 int main(void)
 {
 	uint64_t t0 = now_micros();
@@ -1216,6 +1282,7 @@ int main(void)
 	diag("%.1f s", (double)(now_micros() - t0) / 1e6);
 	test_filter();
 	diag("%.1f s", (double)(now_micros() - t0) / 1e6);
+	test_raw_bytes_property();
 	rm_rf(tmpdir);
 	done_testing();
 	return exit_status();

@@ -854,6 +854,8 @@ static int db_close(struct tbl_db *db, int status)
 struct tree_sizes {
 	char name[72];
 	uint64_t files[MAX_LEVELS], bytes[MAX_LEVELS], entries[MAX_LEVELS];
+	uint64_t raw[MAX_LEVELS];        /* uncompressed key and value bytes */
+	uint64_t raw_unknown[MAX_LEVELS];  /* files whose raw bytes the engine could not read */
 	int used;                  /* a group or the property names it */
 };
 
@@ -871,7 +873,8 @@ static struct tree_sizes *sizes_find(struct tree_sizes **t, size_t *n, const cha
 /*
  * Files, bytes and entries per tree and level, from the engine's "sstables"
  * property: one line per live file, "[tree NAME ]level L NNNNNN.sst B bytes,
- * E entries, ...".  The default tree is always in the result.
+ * E entries, ..., raw R bytes" (R is "?" for a file the engine could not
+ * open).  The default tree is always in the result.
  */
 static void tree_sizes_read(struct tbl_db *db, struct tree_sizes **out, size_t *n)
 {
@@ -885,9 +888,10 @@ static void tree_sizes_read(struct tbl_db *db, struct tree_sizes **out, size_t *
 	     line = strtok_r(NULL, "\n", &save)) {
 		char name[72] = "default";
 		const char *rest = line;
-		uint64_t number, bytes, entries;
+		uint64_t number, bytes, entries, raw = 0;
 		struct tree_sizes *t;
-		int level;
+		const char *rp;
+		int level, has_raw;
 
 		if (!strncmp(line, "tree ", 5)) {
 			const char *sp = strchr(line + 5, ' ');
@@ -904,10 +908,14 @@ static void tree_sizes_read(struct tbl_db *db, struct tree_sizes **out, size_t *
 			    datadir, line);
 			continue;
 		}
+		rp = strstr(rest, ", raw ");
+		has_raw = rp && sscanf(rp, ", raw %" SCNu64 " bytes", &raw) == 1;
 		t = sizes_find(out, n, name);
 		t->files[level]++;
 		t->bytes[level] += bytes;
 		t->entries[level] += entries;
+		t->raw[level] += raw;
+		t->raw_unknown[level] += !has_raw;
 	}
 	free(text);
 }
@@ -921,27 +929,37 @@ static uint64_t sizes_sum(const uint64_t *v)
 	return s;
 }
 
-/* The levels of one tree that hold files, as lines of an aligned table. */
+/*
+ * The levels of one tree that hold files, as lines of an aligned table:
+ * the compression ratio is the raw key and value bytes over the file bytes
+ * ("?" if the engine could not read some file's raw size).
+ */
 static void print_levels(const char *indent, const struct tree_sizes *t)
 {
 	int any = 0;
 
 	for (int l = 0; l < MAX_LEVELS; l++) {
+		char ratio[32] = "?";
+
 		if (!t->files[l])
 			continue;
-		printf("%s%-8s  %5d  %6" PRIu64 "  %12" PRIu64 "  %10" PRIu64 "  %8.1f\n", indent,
-		       t->name, l, t->files[l], t->bytes[l], t->entries[l],
-		       t->entries[l] ? (double)t->bytes[l] / (double)t->entries[l] : 0.0);
+		if (!t->raw_unknown[l] && t->bytes[l])
+			snprintf(ratio, sizeof(ratio), "%.2f", (double)t->raw[l] / (double)t->bytes[l]);
+		printf("%s%-8s  %5d  %6" PRIu64 "  %12" PRIu64 "  %10" PRIu64 "  %8.1f  %12" PRIu64
+		       "  %6s\n", indent, t->name, l, t->files[l], t->bytes[l], t->entries[l],
+		       t->entries[l] ? (double)t->bytes[l] / (double)t->entries[l] : 0.0, t->raw[l],
+		       ratio);
 		any = 1;
 	}
 	if (!any)
-		printf("%s%-8s  %5s  %6d  %12d  %10d  %8s\n", indent, t->name, "-", 0, 0, 0, "-");
+		printf("%s%-8s  %5s  %6d  %12d  %10d  %8s  %12d  %6s\n", indent, t->name, "-", 0, 0,
+		       0, "-", 0, "-");
 }
 
 static void print_levels_heading(const char *indent)
 {
-	printf("%s%-8s  %5s  %6s  %12s  %10s  %8s\n", indent, "tree", "level", "files", "bytes",
-	       "entries", "B/entry");
+	printf("%s%-8s  %5s  %6s  %12s  %10s  %8s  %12s  %6s\n", indent, "tree", "level", "files",
+	       "bytes", "entries", "B/entry", "raw bytes", "ratio");
 }
 
 /* A table's live families, in byte order, and their settings. */
@@ -2071,12 +2089,13 @@ static int run_stats(const struct cmd *c, int argc, char **argv)
 		if (!sizes[i].used)
 			printf("  %-8s  no locality group refers to it\n", sizes[i].name);
 
-	printf("\nfiles per tree and level (live SSTables; B/entry: file bytes per kv entry)\n");
+	printf("\nfiles per tree and level (live SSTables; B/entry: file bytes per kv entry; raw\n"
+	       "bytes: the entries' keys and values uncompressed; ratio: raw bytes / file bytes)\n");
 	print_levels_heading("  ");
 	for (size_t i = 0; i < nsizes; i++)
 		print_levels("  ", &sizes[i]);
-	printf("  (the engine reports no uncompressed sizes: no compression ratio per level%s)\n",
-	       scan ? "" : ";\n  stats --scan compares live bytes with file bytes per tree");
+	if (!scan)
+		printf("  (stats --scan compares live bytes with file bytes per tree)\n");
 	if (scan && (r = stats_live(db, tables, ntables, groups, ngroups, &sizes, &nsizes)))
 		goto out;
 
