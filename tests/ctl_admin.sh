@@ -93,6 +93,25 @@ run -d "$D" import "$T/payload.json"
 test "$status" -eq 1 && grep "^smolctl: $T/payload.json" "$T/err" >/dev/null
 check $? "a Smoltable payload without --table is refused, naming the file"
 
+echo "# --max-value-size"
+v2k=$(awk 'BEGIN { for (i = 0; i < 2000; i++) printf "x" }')
+printf '{"table":"aircraft","row":"big","cells":[{"family":"meta","qualifier":"note","ts":1,"type":"string","value":"%s"}]}\n' \
+	"$v2k" >"$T/big.jsonl"
+run -d "$D" --max-value-size 1K import "$T/big.jsonl"
+status_is 1 "import --max-value-size 1K of a 2000-byte value: status 1"
+err_has "$T/big.jsonl:1:" "the oversized value is reported with its file and line"
+err_has "longer than the maximum value size" "and says why"
+run -d "$D" get aircraft big
+error_naming "big" "nothing of its row was written"
+run -d "$D" import "$T/big.jsonl" --max-value-size 4k
+status_is 0 "with --max-value-size 4k (among the command's options) it is imported"
+run -d "$D" get aircraft big --column meta:note
+out_has "$v2k" "and reads back whole"
+run -d "$D" --max-value-size 101M list-tables
+usage_error "--max-value-size above 100M is a usage error"
+run -d "$D" list-tables --max-value-size 12x
+usage_error "--max-value-size that is not a size is a usage error"
+
 echo "# stats"
 run -d "$D" stats
 status_is 0 "stats"

@@ -48,6 +48,8 @@
 
 /* The database directory: set once by main, read by every command. */
 static const char *datadir;
+/* --max-value-size: the largest cell value (0: the table layer's default). */
+static size_t max_value_size;
 
 /* ------------------------------------------------------------ messages */
 
@@ -162,6 +164,9 @@ static int cmd_help_text(const struct cmd *c)
 #define OPT_HELP 1001
 #define OPT_BAD 1002
 #define OPT_LONG_HELP 1003   /* --help's value, so that --help=x is told apart from -h */
+#define OPT_MAX_VALUE 1004   /* --max-value-size, taken by every command */
+
+static int set_max_value_size(const char *s);
 
 struct opts {
 	const struct cmd *c;
@@ -185,6 +190,8 @@ static void opts_init(struct opts *o, const struct cmd *c, int argc, char **argv
 		o->longopts[n] = longopts[n];
 	o->longopts[n++] = (struct option){ "help", no_argument, NULL, OPT_LONG_HELP };
 	o->longopts[n++] = (struct option){ "datadir", required_argument, NULL, 'd' };
+	o->longopts[n++] = (struct option){ "max-value-size", required_argument, NULL,
+					    OPT_MAX_VALUE };
 	o->longopts[n] = (struct option){ NULL, 0, NULL, 0 };
 	optind = 0;   /* glibc: start afresh (argv[0] is the command's name) */
 	opterr = 0;
@@ -200,6 +207,13 @@ static int opts_next(struct opts *o)
 		return OPT_HELP;
 	case 'd':
 		datadir = optarg;
+		return opts_next(o);
+	case OPT_MAX_VALUE:
+		if (set_max_value_size(optarg) < 0) {
+			usage(o->c, "--max-value-size %s: not a size from 1 to %uM (bytes, or "
+			      "with K or M)", optarg, TBL_LIMIT_MAX_VALUE >> 20);
+			return OPT_BAD;
+		}
 		return opts_next(o);
 	case '?':
 		/* optopt: 0 for an unknown long option, a long option's value if it
@@ -278,6 +292,31 @@ static const struct option family_longopts[] = {
 	{ "compression", required_argument, NULL, O_COMPRESSION },
 	{ NULL, 0, NULL, 0 },
 };
+
+/*
+ * --max-value-size: bytes, or KiB or MiB with a K or M; from 1 byte to
+ * TBL_LIMIT_MAX_VALUE.  0 or -EINVAL.
+ */
+static int set_max_value_size(const char *s)
+{
+	char digits[32];
+	size_t n = strlen(s);
+	uint64_t mult = 1, v;
+
+	if (n == 0 || n >= sizeof(digits))
+		return -EINVAL;
+	memcpy(digits, s, n + 1);
+	if (digits[n - 1] == 'K' || digits[n - 1] == 'k')
+		mult = 1024;
+	else if (digits[n - 1] == 'M' || digits[n - 1] == 'm')
+		mult = 1024 * 1024;
+	if (mult > 1)
+		digits[--n] = '\0';
+	if (parse_u64(digits, TBL_LIMIT_MAX_VALUE / mult, &v) < 0 || v == 0)
+		return -EINVAL;
+	max_value_size = (size_t)(v * mult);
+	return 0;
+}
 
 /* SECONDS with an optional unit: s, m, h, d or w; or "forever" (0). */
 static int parse_ttl(const char *s, uint64_t *out)
@@ -828,6 +867,8 @@ static int db_open(enum open_mode mode, struct tbl_db **db)
 	if (mode == OPEN_EXISTING && !looks_like_database())
 		return open_failed(-ENOENT);
 	tbl_options_init(&o);
+	if (max_value_size)
+		o.max_value_size = max_value_size;
 	o.kv.create_if_missing = mode == OPEN_CREATE;
 	o.kv.log = engine_log;
 	o.kv.log_arg = (void *)datadir;
@@ -1781,6 +1822,8 @@ static void check_tables(struct check_ctx *c)
 	int r;
 
 	tbl_options_init(&o);
+	if (max_value_size)
+		o.max_value_size = max_value_size;
 	o.kv.create_if_missing = 0;
 	o.kv.log = engine_log;
 	o.kv.log_arg = (void *)datadir;
@@ -2296,6 +2339,7 @@ static int run_import(const struct cmd *c, int argc, char **argv)
 	ir.shown = 0;
 	ir.pg = &pg;
 	io.flags = TBL_SYNC;
+	io.max_value_size = max_value_size;
 	memset(&st, 0, sizeof(st));
 	r = tio_import(db, in, source, &io, import_report, &ir, &st, &tp);
 	progress_end(&pg);
@@ -2452,9 +2496,11 @@ static const struct cmd *find_command(const char *name)
 
 static void main_help(FILE *f)
 {
-	fprintf(f, "usage: smolctl [-d DATADIR] COMMAND [options] [arguments]\n\n"
+	fprintf(f, "usage: smolctl [-d DATADIR] [--max-value-size N] COMMAND [options] [arguments]\n\n"
 		"Administer a smolfs database directory: tables and families, reads, import and\n"
-		"export, checks and compaction.  DATADIR may also come from $SMOLFS_DATADIR.\n\n"
+		"export, checks and compaction.  DATADIR may also come from $SMOLFS_DATADIR.\n"
+		"--max-value-size N: the largest cell value written or imported (bytes, or\n"
+		"with K or M; default 10M, at most 100M).\n\n"
 		"Commands:\n");
 	for (size_t i = 0; i < NCOMMANDS; i++) {
 		const char *nl = strchr(commands[i].summary, '\n');
@@ -2487,6 +2533,7 @@ int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "datadir", required_argument, NULL, 'd' },
+		{ "max-value-size", required_argument, NULL, OPT_MAX_VALUE },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -2500,6 +2547,15 @@ int main(int argc, char **argv)
 		switch (ch) {
 		case 'd':
 			datadir = optarg;
+			break;
+		case OPT_MAX_VALUE:
+			if (set_max_value_size(optarg) < 0) {
+				fprintf(stderr, "smolctl: --max-value-size %s: not a size from 1 to "
+					"%uM (bytes, or with K or M)\n", optarg,
+					TBL_LIMIT_MAX_VALUE >> 20);
+				main_help(stderr);
+				return EXIT_USAGE;
+			}
 			break;
 		case 'h':
 			main_help(stdout);
