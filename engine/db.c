@@ -524,7 +524,14 @@ static int make_room(struct kv_db *db, int force)
 			db->bg_error = r;
 			return r;
 		}
-		wal_writer_free(db->wal);
+		{
+			/* it was synced above: a failed close can only leave its reserved
+			 * tail of zeros, which replay takes for the end of the log */
+			int rc = wal_writer_free(db->wal);
+			if (rc < 0)
+				db_log(db, KV_LOG_WARN, "closing log %06llu: %s",
+				       (unsigned long long)db->wal_number, kv_strerror(rc));
+		}
 		db->wal = wal_writer_new(f);
 		db->wal_number = number;
 		for (size_t i = 0; i < db->ntrees; i++) {

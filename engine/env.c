@@ -236,6 +236,33 @@ static int pwrite_all(struct posix_file *f, const char *p, size_t n, uint64_t of
 	return 0;
 }
 
+/*
+ * Copy n bytes into a log's map in ascending address order.  A store into
+ * the map can fault (a page touched for the first time, or one that
+ * writeback write-protected again), and a SIGKILL pending then lands
+ * there: what reaches the file must be a prefix of the append, as write(2)
+ * leaves, so that a reader finds a torn tail, never a record whose first
+ * bytes are missing while later ones are there.  memcpy promises no order
+ * (glibc's stores the first bytes of a large copy last: a kill -9 test
+ * caught it), so this copies with volatile stores, which the compiler may
+ * neither reorder nor turn back into a memcpy call.
+ */
+static void copy_ascending(char *dst, const char *src, size_t n)
+{
+	volatile char *d = dst;
+
+	for (; n > 0 && ((uintptr_t)d & 7); n--)
+		*d++ = *src++;
+	for (; n >= 8; n -= 8, d += 8, src += 8) {
+		uint64_t w;
+
+		memcpy(&w, src, 8);
+		*(volatile uint64_t *)d = w;
+	}
+	for (; n > 0; n--)
+		*d++ = *src++;
+}
+
 static int log_append(struct posix_file *f, const char *p, size_t n)
 {
 	int r;
@@ -266,7 +293,7 @@ static int log_append(struct posix_file *f, const char *p, size_t n)
 		}
 		room = (size_t)(end - f->size);
 		k = n < room ? n : room;
-		memcpy(f->map + (f->size - f->map_off), p, k);
+		copy_ascending(f->map + (f->size - f->map_off), p, k);
 		f->size += k;
 		p += k;
 		n -= k;
@@ -282,8 +309,10 @@ static int posix_map(struct env_file *ef, uint64_t size, const char **out)
 
 	*out = NULL;
 	/* a 32-bit address space could not hold the maps of a thousand tables */
-	if (sizeof(void *) < 8 || size == 0 || size > SIZE_MAX)
+	if (sizeof(void *) < 8 || size > SIZE_MAX)
 		return -EOPNOTSUPP;
+	if (size == 0)
+		return KV_ERROR(-EINVAL, "%s: a map of 0 bytes", f->path);
 	if (f->map) {
 		if (size > f->map_len)
 			return -EINVAL;

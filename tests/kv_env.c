@@ -7,6 +7,12 @@
  * database lock excludes both other processes and a second holder inside
  * this process (which plain fcntl locks do not).
  *
+ * Its log files (open_log) are written through a memory map over space
+ * reserved ahead, with big appends through pwrite: whatever the sizes of the
+ * appends, the file must hold exactly their bytes in order, followed (only
+ * until it is closed) by nothing but zeros.  Its read maps (map) must show a
+ * file's bytes and refuse to map past its end.
+ *
  * The fault environment must fail exactly the calls it is told to, cut the
  * power after a counted number of write calls, and afterwards leave on disk
  * what a real disk would hold: only synced bytes, only names whose directory
@@ -348,6 +354,248 @@ static void test_posix_lock(void)
 	}
 }
 
+/* ------------------------------------------------------------------ POSIX logs */
+
+/*
+ * 1 if path holds want[0..n) and after it nothing but zeros (space reserved
+ * ahead for a log); *len gets the file's length.  Read through a handle of
+ * its own (stat, open, pread), not the writer's.
+ */
+static int holds_then_zeros(const char *path, const char *want, size_t n, size_t *len)
+{
+	char *got = slurp(path, len);
+	int r = 1;
+
+	if (!got) {
+		diag("%s cannot be read", path);
+		return 0;
+	}
+	if (*len < n) {
+		diag("%s is %zu bytes, shorter than the %zu appended", path, *len, n);
+		r = 0;
+	}
+	for (size_t i = 0; r && i < n; i++) {
+		if (got[i] != want[i]) {
+			diag("%s: byte %zu is %#x, the append put %#x there", path, i,
+			     (unsigned char)got[i], (unsigned char)want[i]);
+			r = 0;
+		}
+	}
+	for (size_t i = n; r && i < *len; i++) {
+		if (got[i]) {
+			diag("%s: byte %zu, past the %zu appended, is %#x and not zero", path, i, n,
+			     (unsigned char)got[i]);
+			r = 0;
+		}
+	}
+	free(got);
+	return r;
+}
+
+/* A log being written in the test: every append takes the next bytes of data. */
+struct tlog {
+	struct env_file *f;
+	const char *data;
+	size_t size, cap;     /* bytes appended; bytes of data */
+	long appends, failed; /* calls, and those that did not return 0 */
+};
+
+static void tlog_append(struct tlog *t, size_t n)
+{
+	if (t->size + n > t->cap)
+		abort();   /* the test's own mistake: data is too short */
+	if (env_append(t->f, t->data + t->size, n) != 0)
+		t->failed++;
+	t->size += n;
+	t->appends++;
+}
+
+/* After close: the file holds exactly the bytes appended, no more. */
+static void log_is_exact(const char *path, const struct tlog *t, const char *what)
+{
+	uint64_t size = 0;
+	size_t got;
+	char *back;
+
+	is_int(env_file_size(env_posix(), path, &size), 0, "file_size of %s after close", what);
+	is_int(size, t->size, "after close %s is exactly the %zu bytes appended", what, t->size);
+	back = slurp(path, &got);
+	is_mem(back, got, t->data, t->size,
+	       "after close %s holds the concatenation of its %ld appends", what, t->appends);
+	free(back);
+}
+
+static void test_posix_log(void)
+{
+	struct kv_env *env = env_posix();
+	/*
+	 * The POSIX log's map window starts at 64 KiB and doubles with the file
+	 * up to 4 MiB, so it is remapped at each of these offsets when the
+	 * appends are small (a pwrite of 256 KiB or more moves the windows).
+	 */
+	static const size_t marks[] = { 64u << 10, 128u << 10, 256u << 10, 512u << 10, 1u << 20,
+					 2u << 20, 4u << 20, 8u << 20, 12u << 20 };
+	/* around the 256 KiB at which appends go through pwrite, and beyond a window */
+	static const size_t bigs[] = { 256u << 10, (256u << 10) - 1, (300u << 10) + 7,
+				       (1u << 20) + 3, (4u << 20) + 1, 256u << 10 };
+	const size_t cap = 24u << 20;
+	char *data = xmalloc(cap);
+	struct tlog t = { .data = data, .cap = cap };
+	const char *path = tpath("log/a");
+	uint64_t rs = 2024, fsize = 0;
+	size_t len;
+	int good;
+
+	for (size_t i = 0; i < cap; i += 8) {
+		uint64_t v = rand_next(&rs);
+		memcpy(data + i, &v, 8);
+	}
+	env_mkdir(env, tpath("log"));
+
+	is_int(env_open_log(env, path, &t.f), 0, "open_log creates a file");
+	ok(holds_then_zeros(path, data, 0, &len), "a new log holds nothing but zeros");
+	tlog_append(&t, 1);
+	good = holds_then_zeros(path, data, 1, &len);
+	ok(good, "after a 1-byte append the log holds that byte, then only zeros (%zu bytes)", len);
+	tlog_append(&t, 0);
+	tlog_append(&t, 7);
+	ok(holds_then_zeros(path, data, 8, &len), "an empty append adds nothing");
+
+	/* small appends up to each mark, then one that ends on it or straddles it */
+	for (size_t m = 0; m < sizeof(marks) / sizeof(marks[0]); m++) {
+		size_t mark = marks[m];
+
+		while (t.size + 1500 < mark) {
+			size_t n = 1 + (size_t)(rand_next(&rs) % 3000);
+			if (t.size + n > mark - 1500)
+				n = mark - 1500 - t.size;
+			tlog_append(&t, n);
+		}
+		if (m % 2 == 0) {
+			tlog_append(&t, mark - t.size);   /* ends exactly on the mark */
+			tlog_append(&t, 1);
+		} else {
+			tlog_append(&t, 3000);            /* 1500 bytes on each side of it */
+		}
+		if (m == 0)
+			ok(holds_then_zeros(path, data, t.size, &len),
+			   "after an append that ends at 64 KiB and one past it, the log holds "
+			   "both, then only zeros");
+		if (m == 1)
+			ok(holds_then_zeros(path, data, t.size, &len),
+			   "after an append that straddles 128 KiB, the log holds it whole");
+		if (m == 4)
+			is_int(env_sync(t.f), 0, "sync a log at 1 MiB, in the middle of a window");
+	}
+	is_int(t.failed, 0, "%ld appends of 0 to 3000 bytes, across every window up to 12 MiB, "
+	       "succeed", t.appends);
+	is_int(env_file_size(env, path, &fsize), 0, "file_size of a log being written");
+	ok(fsize >= t.size, "a log being written is at least as long as what was appended "
+	   "(%llu >= %zu)", (unsigned long long)fsize, t.size);
+	good = holds_then_zeros(path, data, t.size, &len);
+	ok(good, "before close the log holds the %zu bytes appended, then only zeros (%zu bytes in "
+	   "all)", t.size, len);
+
+	/* appends of 256 KiB and more (pwrite) among small ones (through the map) */
+	for (size_t i = 0; i < sizeof(bigs) / sizeof(bigs[0]); i++) {
+		tlog_append(&t, bigs[i]);
+		for (int j = 0; j < 20; j++)
+			tlog_append(&t, 1 + (size_t)(rand_next(&rs) % 2000));
+	}
+	is_int(t.failed, 0, "appends of 256 KiB - 1 to 4 MiB + 1 among small ones succeed");
+	ok(holds_then_zeros(path, data, t.size, &len),
+	   "big and small appends mixed: the log holds them all in order, then only zeros");
+	is_int(env_sync(t.f), 0, "sync a log after big appends");
+	ok(holds_then_zeros(path, data, t.size, &len), "sync changes none of the log's bytes");
+	tlog_append(&t, 5);
+	is_int(t.failed, 0, "an append after sync succeeds");
+	is_int(env_close(t.f), 0, "close a log");
+	log_is_exact(path, &t, "a log of small and big appends");
+
+	/* open_log of an existing file starts it afresh */
+	is_int(env_open_log(env, path, &t.f), 0, "open_log of an existing file");
+	good = holds_then_zeros(path, data, 0, &len);
+	ok(good, "open_log drops the old contents at once (%zu bytes left, all zeros)", len);
+	is_int(env_append(t.f, "new", 3), 0, "append to the reopened log");
+	is_int(env_close(t.f), 0, "close the reopened log");
+	ok(file_is(path, "new"), "a log made over an existing file holds only its new appends");
+
+	/* a log whose first append is a big one, and a log of big appends only */
+	t = (struct tlog){ .data = data + 1, .cap = cap - 1 };
+	path = tpath("log/b");
+	is_int(env_open_log(env, path, &t.f), 0, "open_log of a second log");
+	tlog_append(&t, (300u << 10) + 1);
+	for (int j = 0; j < 100; j++)
+		tlog_append(&t, 1 + (size_t)(rand_next(&rs) % 1000));
+	ok(t.failed == 0 && holds_then_zeros(path, t.data, t.size, &len),
+	   "a big first append, then small ones: the log holds them, then only zeros");
+	is_int(env_close(t.f), 0, "close it");
+	log_is_exact(path, &t, "a log that began with a big append");
+
+	t = (struct tlog){ .data = data + 2, .cap = cap - 2 };
+	path = tpath("log/c");
+	is_int(env_open_log(env, path, &t.f), 0, "open_log of a third log");
+	tlog_append(&t, 256u << 10);
+	tlog_append(&t, (512u << 10) + 9);
+	is_int(t.failed, 0, "two big appends succeed");
+	is_int(env_close(t.f), 0, "close it");
+	log_is_exact(path, &t, "a log of big appends only");
+
+	path = tpath("log/empty");
+	is_int(env_open_log(env, path, &t.f), 0, "open_log of a log that will stay empty");
+	is_int(env_close(t.f), 0, "close it with no append");
+	ok(file_is(path, ""), "a log closed without an append is empty");
+	free(data);
+}
+
+static void test_posix_map(void)
+{
+	struct kv_env *env = env_posix();
+	const size_t n = 100000;   /* not a whole number of pages */
+	char *data = xmalloc(n), buf[16];
+	const char *p = NULL, *path = tpath("map/t");
+	struct env_file *f, *g;
+	uint64_t rs = 99;
+	size_t got = 0;
+	int r;
+
+	for (size_t i = 0; i < n; i++)
+		data[i] = (char)(rand_next(&rs) >> 56);
+	env_mkdir(env, tpath("map"));
+	put_file(env, path, data, n, 1);
+
+	is_int(env_open_read(env, path, &f), 0, "open_read a file to map");
+	is_int(env_map(f, n, &p), 0, "map the whole file");
+	ok(p && memcmp(p, data, n) == 0, "the map holds the file's bytes");
+	ok(env_pread(f, buf, 16, n - 16, &got) == 0 && got == 16 &&
+	   memcmp(buf, data + n - 16, 16) == 0, "pread of a mapped file still works");
+	is_int(env_close(f), 0, "close a mapped file");
+
+	is_int(env_open_read(env, path, &f), 0, "open_read it again");
+	is_int(env_map(f, 4096 + 5, &p), 0, "map the first 4101 bytes");
+	ok(p && memcmp(p, data, 4096 + 5) == 0, "a map of a prefix holds the prefix");
+	is_int(env_close(f), 0, "close it");
+
+	is_int(env_open_read(env, path, &g), 0, "open_read it once more");
+	r = env_map(g, n + 1, &p);
+	ok(r < 0, "a map of one byte more than the file fails (%d)", r);
+	ok(strstr(kv_strerror(r), "map/t") != NULL, "the error message names the file: %s",
+	   kv_strerror(r));
+	ok(env_pread(g, buf, 10, 500, &got) == 0 && got == 10 && memcmp(buf, data + 500, 10) == 0,
+	   "after a refused map, pread of the same handle still works");
+	ok(env_map(g, 1u << 20, &p) < 0, "a map of far more than the file fails");
+	ok(env_map(g, 0, &p) < 0, "a map of 0 bytes fails");
+	is_int(env_map(g, n, &p), 0, "after refused maps, a map of the whole file succeeds");
+	ok(p && memcmp(p, data, n) == 0, "and holds the file's bytes");
+	is_int(env_close(g), 0, "close it");
+
+	put_file(env, tpath("map/empty"), "", 0, 1);
+	is_int(env_open_read(env, tpath("map/empty"), &f), 0, "open_read an empty file");
+	ok(env_map(f, 1, &p) < 0, "a map of an empty file fails");
+	env_close(f);
+	free(data);
+}
+
 /* ------------------------------------------------------------------ fault */
 
 static void test_fault_passthrough(struct kv_env *fe)
@@ -652,6 +900,40 @@ static void test_drop_unsynced(struct kv_env *fe)
 	   "an unlink without directory sync is undone, with its data");
 }
 
+static void test_fault_log(struct kv_env *fe)
+{
+	struct kv_env *pe = env_posix();
+	struct env_file *f = NULL;
+	const char *p;
+	long c0;
+	int r;
+
+	env_mkdir(pe, tpath("fl"));
+	env_sync_dir(pe, tmpdir);
+	c0 = env_fault_write_calls(fe);
+	is_int(env_open_log(fe, tpath("fl/000001.log"), &f), 0, "open_log through the fault env");
+	is_int(env_fault_write_calls(fe) - c0, 1, "open_log counts as one write call");
+	env_sync_dir(fe, tpath("fl"));
+	is_int(env_append(f, "synced|", 7), 0, "append to a log through the fault env");
+	is_int(env_sync(f), 0, "sync a log through the fault env");
+	is_int(env_append(f, "unsynced", 8), 0, "append more without sync");
+	is_int(env_map(f, 1, &p), -EOPNOTSUPP, "the fault env offers no map (-EOPNOTSUPP)");
+	is_int(env_close(f), 0, "close the log");
+	ok(file_is(tpath("fl/000001.log"), "synced|unsynced"),
+	   "after close the log holds exactly what was appended");
+	is_int(env_fault_drop_unsynced(fe), 0, "drop_unsynced with a log");
+	ok(file_is(tpath("fl/000001.log"), "synced|"), "a log keeps exactly its synced bytes");
+
+	env_fault_inject(fe, ENV_OP_OPEN, 0, 1, -EIO, NULL);
+	f = NULL;
+	r = env_open_log(fe, tpath("fl/000002.log"), &f);
+	is_int(r, -EIO, "an open fault fails open_log");
+	if (r == 0)
+		env_close(f);
+	is_int(env_exists(pe, tpath("fl/000002.log")), 0, "a failed open_log creates nothing");
+	env_fault_clear(fe);
+}
+
 int main(void)
 {
 	struct kv_env *fe;
@@ -663,6 +945,8 @@ int main(void)
 	test_posix_files();
 	test_posix_list_dir();
 	test_posix_lock();
+	test_posix_log();
+	test_posix_map();
 
 	env_mkdir(env_posix(), tpath("f"));
 	env_sync_dir(env_posix(), tmpdir);
@@ -672,6 +956,7 @@ int main(void)
 	test_fault_counts(fe);
 	test_power_cut(fe);
 	test_drop_unsynced(fe);
+	test_fault_log(fe);
 	env_fault_free(fe);
 
 	rm_rf(tmpdir);

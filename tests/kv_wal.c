@@ -2,7 +2,9 @@
  * kv_wal.c -- tests of the write-ahead log (engine/wal.c): round trips of
  * records of every size, group commit as one append, the sticky write
  * error, and the rules of wal.h that tell a torn tail (cut at any byte, zero
- * filled, damaged last record) from corruption in the middle of the log.
+ * filled, damaged last record) from corruption in the middle of the log, and
+ * a tail of nothing but zeros (space reserved ahead for a log, env.h's
+ * open_log) from part of a record.
  */
 #include "wal.h"
 #include "kv.h"
@@ -98,6 +100,7 @@ struct readout {
 	size_t nmatch;     /* of those, how many equal the expected record at their index */
 	int torn;
 	uint64_t torn_off;
+	int torn_zeros;    /* wal_reader_torn_zeros at the end */
 	uint64_t off;      /* wal_reader_offset at the end */
 	int again;         /* what one more wal_read returned */
 	char msg[256];
@@ -125,6 +128,7 @@ static struct readout read_log_size(const char *path, const struct recs *want, u
 	if (r < 0)
 		snprintf(o.msg, sizeof(o.msg), "%s", kv_strerror(r));
 	o.torn = wal_reader_torn(rd, &o.torn_off);
+	o.torn_zeros = wal_reader_torn_zeros(rd);
 	o.off = wal_reader_offset(rd);
 	o.again = wal_read(rd, &rec);
 	wal_reader_free(rd);
@@ -168,6 +172,7 @@ static void test_round_trip(void)
 	is_int(o.nread, rs.n, "every record is read back");
 	is_int(o.nmatch, rs.n, "every record reads back byte for byte, empty and 5 MiB ones too");
 	is_int(o.torn, 0, "a complete log has no torn tail");
+	is_int(o.torn_zeros, 0, "so wal_reader_torn_zeros says 0");
 	is_int(o.off, size, "the reader's offset ends at the end of the file");
 	is_int(o.again, 0, "reading past the end keeps returning 0");
 
@@ -268,7 +273,7 @@ static void test_truncation(void)
 	uint64_t last = rec_off(&rs, rs.n - 1);
 
 	/* Cutting the file anywhere inside the last record leaves a torn tail. */
-	size_t bad = 0;
+	size_t bad = 0, bad_zeros = 0;
 	for (size_t len = last + 1; len < n; len++) {
 		write_bytes(cut, bytes, len);
 		struct readout o = read_log(cut, &rs);
@@ -278,10 +283,13 @@ static void test_truncation(void)
 				diag("cut at %zu: status %d, read %zu, torn %d at %llu", len,
 				     o.status, o.nread, o.torn, (unsigned long long)o.torn_off);
 		}
+		bad_zeros += o.torn_zeros != 0;
 	}
 	is_int(bad, 0, "a cut at each of the %llu bytes inside the last record reads every "
 	       "earlier record, no error, and reports the torn tail at its start",
 	       (unsigned long long)(n - last - 1));
+	is_int(bad_zeros, 0, "wal_reader_torn_zeros says 0 after each of those cuts: the tail is "
+	       "part of a record, not reserved space");
 
 	write_bytes(cut, bytes, last);
 	struct readout o = read_log(cut, &rs);
@@ -298,14 +306,17 @@ static void test_truncation(void)
 	const size_t first = WAL_HEADER + 50;  /* where the big record starts */
 	const size_t cuts[] = { first + 1, first + 7, first + 11, first + 100, first + 300000, 0 };
 	bad = 0;
+	bad_zeros = 0;
 	for (int i = 0; i < 6; i++) {
 		size_t len = cuts[i] ? cuts[i] : n - 1;
 		write_bytes(cut, bytes, len);
 		o = read_log(cut, &big);
 		bad += o.status != 0 || o.nread != 1 || o.nmatch != 1 || !o.torn ||
 		       o.torn_off != first;
+		bad_zeros += o.torn_zeros != 0;
 	}
 	is_int(bad, 0, "a 1 MiB last record cut in its header or payload is a torn tail");
+	is_int(bad_zeros, 0, "and not a tail of zeros");
 
 	free(bytes);
 	recs_free(&rs);
@@ -324,18 +335,64 @@ static void test_zero_tail(void)
 		recs_add(&rs, 200, (uint64_t)i + 1);
 	write_log(full, &rs);
 	char *bytes = slurp(full, &n);
-	static const size_t tails[] = { 1, 7, 8, 9, 4096, 300000 };
-	size_t bad = 0;
+	static const size_t tails[] = { 1, 7, 8, 9, 11, 12, 13, 4096, 300000, 600001 };
+	const int ntails = (int)(sizeof(tails) / sizeof(tails[0]));
+	size_t bad = 0, bad_zeros = 0;
 
-	for (int i = 0; i < 6; i++) {
+	for (int i = 0; i < ntails; i++) {
 		char *p = xcalloc(1, n + tails[i]);
 		memcpy(p, bytes, n);
 		write_bytes(z, p, n + tails[i]);
 		free(p);
 		struct readout o = read_log(z, &rs);
 		bad += o.status != 0 || o.nread != 5 || o.nmatch != 5 || !o.torn || o.torn_off != n;
+		if (o.torn_zeros != 1 && bad_zeros++ == 0)
+			diag("%zu zeros: wal_reader_torn_zeros says %d", tails[i], o.torn_zeros);
 	}
-	is_int(bad, 0, "zero bytes after the last record (1 to 300000 of them) are a torn tail");
+	is_int(bad, 0, "zero bytes after the last record (1 to 600001 of them) are a torn tail");
+	is_int(bad_zeros, 0, "wal_reader_torn_zeros says 1 for each: the tail is only zeros "
+	       "(space reserved for the log), however long");
+
+	/* A log that is nothing but reserved space: no record was ever written. */
+	{
+		char *p = xcalloc(1, 70000);
+		write_bytes(z, p, 70000);
+		free(p);
+		struct readout o = read_log(z, &rs);
+		ok(o.status == 0 && o.nread == 0 && o.torn && o.torn_off == 0 && o.torn_zeros == 1,
+		   "a log of 70000 zeros holds no record and ends in a tail of zeros at offset 0");
+	}
+
+	/*
+	 * Zeros but for one byte.  Within the first header's worth it is a
+	 * garbled or short header: a torn tail, but not of zeros alone.  Further
+	 * on it follows a damaged record: corruption, which is no tail at all.
+	 */
+	{
+		static const struct { size_t at, tail; int torn; } one[] = {
+			{ 0, 11, 1 }, { 5, 11, 1 }, { 10, 11, 1 }, { 0, 300000, 1 },
+			{ 11, 300000, 1 }, { 12, 300000, 0 }, { 299999, 300000, 0 },
+		};
+		size_t bad_one = 0;
+
+		for (size_t i = 0; i < sizeof(one) / sizeof(one[0]); i++) {
+			char *p = xcalloc(1, n + one[i].tail);
+			memcpy(p, bytes, n);
+			p[n + one[i].at] = 0x40;
+			write_bytes(z, p, n + one[i].tail);
+			free(p);
+			struct readout o = read_log(z, &rs);
+			if (o.nread != 5 || o.torn != one[i].torn || o.torn_zeros != 0 ||
+			    o.status != (one[i].torn ? 0 : -EUCLEAN)) {
+				if (bad_one++ == 0)
+					diag("byte at %zu of %zu: status %d, torn %d, zeros %d",
+					     one[i].at, one[i].tail, o.status, o.torn,
+					     o.torn_zeros);
+			}
+		}
+		is_int(bad_one, 0, "a tail of zeros but for one byte in its first 12 is torn but "
+		       "not zeros alone; one byte further on is -EUCLEAN, and not zeros either");
+	}
 
 	/* A record whose payload is zero from some point on, and zeros after it. */
 	char *p = xcalloc(1, n + 5000);
@@ -345,6 +402,7 @@ static void test_zero_tail(void)
 	struct readout o = read_log(z, &rs);
 	ok(o.status == 0 && o.nread == 4 && o.nmatch == 4 && o.torn && o.torn_off == last,
 	   "a last record zeroed part way, followed by zeros, is a torn tail");
+	is_int(o.torn_zeros, 0, "and holds part of a record, so it is not a tail of zeros");
 
 	/* Only the header of the last record was written; the rest is zeros. */
 	memset(p, 0, n + 5000);
@@ -353,11 +411,60 @@ static void test_zero_tail(void)
 	o = read_log(z, &rs);
 	ok(o.status == 0 && o.nread == 4 && o.torn && o.torn_off == last,
 	   "a last record with only its header written is a torn tail");
+	is_int(o.torn_zeros, 0, "of a record's header, not of zeros");
 	free(p);
 	free(bytes);
 	recs_free(&rs);
 	free(full);
 	free(z);
+}
+
+/*
+ * A log written through env_open_log and read while still open, as recovery
+ * reads the log of a killed process: its records, then space reserved ahead
+ * (zeros) that the reader must take for a tail of zeros, not a torn write.
+ */
+static void test_open_log_tail(void)
+{
+	struct recs rs = { 0 };
+	char *path = path_of("open.log");
+	struct env_file *f;
+	uint64_t rng = 5, size = 0;
+	int r = 0;
+
+	for (int i = 0; i < 300; i++)
+		recs_add(&rs, rand_next(&rng) % 700, rng);
+	recs_add(&rs, 300000, 7);            /* an append big enough to bypass the map */
+	for (int i = 0; i < 30; i++)
+		recs_add(&rs, rand_next(&rng) % 700, rng);
+
+	is_int(env_open_log(env, path, &f), 0, "open a log with env_open_log");
+	struct wal_writer *w = wal_writer_new(f);
+	for (size_t i = 0; i < rs.n && r == 0; i++)
+		r = wal_add(w, rs.r[i]);
+	is_int(r, 0, "%zu records go into it", rs.n);
+	is_int(wal_sync(w), 0, "sync it");
+	env_file_size(env, path, &size);
+	if (size > wal_size(w)) {
+		struct readout o = read_log(path, &rs);
+		ok(o.status == 0 && o.nread == rs.n && o.nmatch == rs.n,
+		   "read while open (%llu bytes, %llu of them records), it gives every record",
+		   (unsigned long long)size, (unsigned long long)wal_size(w));
+		ok(o.torn && o.torn_off == wal_size(w),
+		   "and a torn tail where the records end (at %llu)",
+		   (unsigned long long)o.torn_off);
+		is_int(o.torn_zeros, 1, "which wal_reader_torn_zeros says is only zeros");
+	} else {
+		skip(3, "no space reserved ahead of this log (no fallocate here?)");
+	}
+	is_int(wal_writer_free(w), 0, "close the log");
+	env_file_size(env, path, &size);
+	is_int(size, rec_off(&rs, rs.n), "after close the log is exactly its records");
+	struct readout o = read_log(path, &rs);
+	ok(o.status == 0 && o.nread == rs.n && o.nmatch == rs.n && !o.torn && !o.torn_zeros,
+	   "read after close, it gives every record and no torn tail");
+	recs_free(&rs);
+	free(path);
 }
 
 /* ---------------------------------------------------------------- corruption */
@@ -463,6 +570,7 @@ static void test_flips(void)
 	o = read_log(fl, &rs);
 	ok(o.status == 0 && o.nread == 8 && o.torn && o.torn_off == n,
 	   "a garbled last header followed only by zeros is a torn tail");
+	is_int(o.torn_zeros, 0, "whose garbled header makes it more than zeros");
 	p[n + 500] = 1;
 	write_bytes(fl, p, n + 1000);
 	o = read_log(fl, &rs);
@@ -516,6 +624,7 @@ int main(void)
 	test_addv_and_errors();
 	test_truncation();
 	test_zero_tail();
+	test_open_log_tail();
 	test_flips();
 	rm_rf_tmpdir();
 	done_testing();
