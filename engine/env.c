@@ -313,6 +313,9 @@ static int posix_map(struct env_file *ef, uint64_t size, const char **out)
 		return -EOPNOTSUPP;
 	if (size == 0)
 		return KV_ERROR(-EINVAL, "%s: a map of 0 bytes", f->path);
+	if (f->is_log)
+		return KV_ERROR(-EINVAL, "%s: a log is written through a map, not read through one",
+				f->path);
 	if (f->map) {
 		if (size > f->map_len)
 			return -EINVAL;
