@@ -182,7 +182,9 @@ void kv_iter_free(struct kv_iter *it)
 
 /*
  * The newest tombstone visible at the snapshot covering uk, from the
- * memtables or the tables, and its fragment (for skipping); 0 if none.
+ * memtables or the tables, and its fragment (for skipping); 0 if none.  A
+ * table whose tombstones could not be read sets it->status: the callers
+ * stop there, since they cannot tell whether uk is deleted.
  */
 static uint64_t covering(struct kv_iter *it, struct slice uk, const struct rdel_frag **fr)
 {
@@ -196,6 +198,8 @@ static uint64_t covering(struct kv_iter *it, struct slice uk, const struct rdel_
 	}
 	a = rdel_cursor_covering(&it->cursor, uk, it->seq);
 	b = vtomb_cursor_covering(it->vcursor, uk, it->seq, &vfr);
+	if (vtomb_cursor_status(it->vcursor))
+		it->status = vtomb_cursor_status(it->vcursor);
 
 	*fr = a >= b ? rdel_cursor_frag(&it->cursor) : vfr;
 	return a >= b ? a : b;
@@ -239,6 +243,9 @@ static int skip_fragment(struct kv_iter *it, const struct rdel_frag *fr, uint64_
 				iter_prev(c);
 			else if (!iter_status(c))
 				iter_seek_last(c);
+			/* a memtable may have gained entries in between (merge.c) */
+			while (iter_valid(c) && slice_cmp(ikey_user(iter_key(c)), fr->start) >= 0)
+				iter_prev(c);
 		}
 		moved = 1;
 	}
@@ -279,6 +286,8 @@ static void find_next(struct kv_iter *it, int skipping)
 			return;
 		const struct rdel_frag *fr = NULL;
 		tomb = it->has_tombs ? covering(it, uk, &fr) : 0;
+		if (it->status)
+			return;
 		if (tomb > seq) {
 			buf_set(&it->saved_key, uk.data, uk.len);
 			skipping = 1;
@@ -326,6 +335,8 @@ static void find_prev(struct kv_iter *it)
 			}
 			const struct rdel_frag *fr;
 			uint64_t tomb = covering(it, uk, &fr);
+			if (it->status)
+				return;
 			if (tomb > seq) {
 				have = 0;
 				if (fr && skip_fragment(it, fr, tomb, 1))

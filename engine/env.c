@@ -267,6 +267,8 @@ static int log_append(struct posix_file *f, const char *p, size_t n)
 {
 	int r;
 
+	if (n == 0)
+		return 0;
 	if (n >= LOG_DIRECT_MIN || f->no_map) {
 		/* the map and pwrite share the page cache, so the two mix freely */
 		r = pwrite_all(f, p, n, f->size);
@@ -287,8 +289,19 @@ static int log_append(struct posix_file *f, const char *p, size_t n)
 
 		if (!f->map || f->size >= end) {
 			r = log_remap(f);
-			if (r < 0)
+			if (r < 0) {
+				/*
+				 * No map to be had (a file system that cannot map
+				 * files, or no address space left): the rest of this
+				 * log is written with pwrite, which shares the page
+				 * cache with what the map stored before.
+				 */
+				f->no_map = 1;
+				r = pwrite_all(f, p, n, f->size);
+				if (r == 0)
+					f->size += n;
 				return r;
+			}
 			continue;
 		}
 		room = (size_t)(end - f->size);

@@ -177,6 +177,13 @@ static void skip_equal(struct merge_iter *m, struct iter *child, struct slice k)
 /*
  * Moving forward, the current entry is (k, c); put every other child on its
  * last entry before (k, c) in merged order.
+ *
+ * A child over a memtable can gain entries between the seek and the step
+ * back (writers do not wait for readers), so the step can land on an entry
+ * that is not before (k, c) after all: one inserted just before where the
+ * seek stopped, or after every entry when the seek found none.  Such a
+ * child would win the backward tournament out of order; it steps back on
+ * until it stands before (k, c).
  */
 static void fix_for_backward(struct merge_iter *m, size_t c, struct slice k)
 {
@@ -192,6 +199,12 @@ static void fix_for_backward(struct merge_iter *m, size_t c, struct slice k)
 			iter_prev(child);
 		else if (iter_status(child) == 0)
 			iter_seek_last(child);   /* every entry of child is before (k, c) */
+		while (iter_valid(child)) {
+			int r = key_cmp(m, iter_key(child), k);
+			if (r < 0 || (r == 0 && j < c))
+				break;
+			iter_prev(child);
+		}
 	}
 }
 

@@ -1069,6 +1069,7 @@ struct vtomb_cursor {
 	struct version *v;             /* not owned: the caller holds a reference */
 	struct vtomb_src *src;
 	size_t nsrc;
+	int status;                    /* the first table that could not be opened */
 };
 
 static void vtomb_add(struct vtomb_cursor *c, struct file_meta **files, size_t n)
@@ -1114,6 +1115,11 @@ struct vtomb_cursor *vtomb_cursor_new(struct version *v)
 int vtomb_cursor_empty(const struct vtomb_cursor *c)
 {
 	return c->nsrc == 0;
+}
+
+int vtomb_cursor_status(const struct vtomb_cursor *c)
+{
+	return c->status;
 }
 
 void vtomb_cursor_free(struct vtomb_cursor *c)
@@ -1184,9 +1190,18 @@ uint64_t vtomb_cursor_covering(struct vtomb_cursor *c, struct slice ukey, uint64
 			if (s->h)
 				tcache_release(c->v->vs->tc, s->h);
 			s->h = NULL;
-			if (tcache_get(c->v->vs->tc, s->files[s->idx], &t, &s->h) < 0) {
+			int r = tcache_get(c->v->vs->tc, s->files[s->idx], &t, &s->h);
+			if (r < 0) {
+				/*
+				 * Its tombstones are unknown, so nothing may be called
+				 * live: the file's own iterator may have read it before
+				 * (and the table cache closed it since), so it cannot
+				 * be left to report the error.
+				 */
 				s->h = NULL;
-				continue;  /* the file's iterator reports the error */
+				if (!c->status)
+					c->status = r;
+				continue;
 			}
 			s->pinned = s->idx;
 			rdel_cursor_init(&s->cur, sst_range_dels(t));

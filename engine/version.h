@@ -230,13 +230,15 @@ struct iter *level_iter_new(struct version *v, int level, int fill_cache);
  * at a time, so making one costs a pass over v's file lists, not a merge of
  * every tombstone.  covering() gives the largest sequence <= snap of a
  * tombstone covering ukey (0 if none) and in *fr its fragment, valid until
- * the next call.  Tables that cannot be opened contribute nothing (their
- * iterators report the error).  REQUIRES: a reference to v while the cursor
- * lives; one thread at a time.
+ * the next call.  A table that cannot be opened contributes nothing, and
+ * its error stays in vtomb_cursor_status (0 while there is none): a caller
+ * must not take an answer given after an error as the truth.  REQUIRES: a
+ * reference to v while the cursor lives; one thread at a time.
  */
 struct vtomb_cursor;
 struct vtomb_cursor *vtomb_cursor_new(struct version *v);
 int vtomb_cursor_empty(const struct vtomb_cursor *c);    /* no table has tombstones */
+int vtomb_cursor_status(const struct vtomb_cursor *c);
 uint64_t vtomb_cursor_covering(struct vtomb_cursor *c, struct slice ukey, uint64_t snap,
 			       const struct rdel_frag **fr);
 void vtomb_cursor_free(struct vtomb_cursor *c);

@@ -503,6 +503,8 @@ static void test_posix_log(void)
 			tlog_append(&t, 1 + (size_t)(rand_next(&rs) % 2000));
 	}
 	is_int(t.failed, 0, "appends of 256 KiB - 1 to 4 MiB + 1 among small ones succeed");
+	tlog_append(&t, (size_t)300 << 10);
+	is_int(env_append(t.f, "", 0), 0, "an empty append right after a pwrite-sized one succeeds");
 	ok(holds_then_zeros(path, data, t.size, &len),
 	   "big and small appends mixed: the log holds them all in order, then only zeros");
 	is_int(env_sync(t.f), 0, "sync a log after big appends");

@@ -1447,6 +1447,94 @@ out:
 	free(dir);
 }
 
+/*
+ * The tombstone cursor cannot open a table that holds range tombstones: it
+ * cannot tell which keys are deleted, so it must say so (status) rather
+ * than call them live.  A scan cannot lean on the table's own iterator to
+ * report the error: that one may have read the table earlier, and the
+ * table cache closed it since.
+ */
+static void test_tombstone_table_unreadable(void)
+{
+	struct kv_env *fe = env_fault_new(env_posix());
+	const struct rdel_frag *fr;
+	struct vtomb_cursor *c;
+	struct kv_options o;
+	struct version *v;
+	struct kv_db *db;
+	char *dir = dbpath("vtomb-open"), *p, *line, *save = NULL, k[16], match[32] = "";
+	int r;
+
+	kv_options_init(&o);
+	o.env = fe;
+	r = kv_open(dir, &o, &db);
+	is_int(r, 0, "unreadable tombstones: open");
+	if (r < 0)
+		goto out;
+	for (int i = 0; i < 100; i++) {
+		snprintf(k, sizeof(k), "k%03d", i);
+		kv_put(db, k, 4, "v", 1, 0);
+	}
+	kv_compact_range(db, NULL, 0, NULL, 0);
+	kv_delete_range(db, "k010", 4, "k090", 4, 0);
+	kv_flush(db);
+	p = kv_property(db, "sstables");
+	for (line = p ? strtok_r(p, "\n", &save) : NULL; line; line = strtok_r(NULL, "\n", &save)) {
+		unsigned long long num, rd;
+		if (sscanf(line, "level %*d %llu.sst %*u bytes, %*u entries, %llu range", &num,
+			   &rd) == 2 && rd > 0)
+			snprintf(match, sizeof(match), "%06llu.sst", num);
+	}
+	free(p);
+	ok(match[0], "the range tombstone is in a table of its own (%s)", match);
+	kv_close(db);
+	/* reopened: the table cache is empty, so the cursor has to open the table */
+	r = kv_open(dir, &o, &db);
+	is_int(r, 0, "unreadable tombstones: reopen");
+	if (r < 0)
+		goto out;
+	pthread_mutex_lock(&db->mu);
+	v = db->trees[0]->vt->current;
+	version_ref(v);
+	pthread_mutex_unlock(&db->mu);
+
+	c = vtomb_cursor_new(v);
+	env_fault_inject(fe, ENV_OP_OPEN, 0, 1, -EMFILE, match);
+	vtomb_cursor_covering(c, slice_str("k050"), SEQ_MAX, &fr);
+	is_int(vtomb_cursor_status(c), -EMFILE,
+	       "a table with tombstones that cannot be opened: the cursor's status is the error");
+	vtomb_cursor_free(c);
+	env_fault_clear(fe);
+	c = vtomb_cursor_new(v);
+	ok(vtomb_cursor_covering(c, slice_str("k050"), SEQ_MAX, &fr) > 0 &&
+	   vtomb_cursor_status(c) == 0, "once it opens, the key is covered and the status is 0");
+	vtomb_cursor_free(c);
+	pthread_mutex_lock(&db->mu);
+	version_unref(v);
+	pthread_mutex_unlock(&db->mu);
+	is_int(kv_close(db), 0, "unreadable tombstones: close");
+
+	/* through the public API, with the table cache empty again */
+	r = kv_open(dir, &o, &db);
+	is_int(r, 0, "unreadable tombstones: reopen for a scan");
+	if (r < 0)
+		goto out;
+	env_fault_inject(fe, ENV_OP_OPEN, 0, -1, -EMFILE, match);
+	{
+		struct kv_iter *it = kv_iter_new(db, NULL);
+		kv_iter_seek(it, "k050", 4);
+		ok(!kv_iter_valid(it) && kv_iter_status(it) == -EMFILE,
+		   "a scan into the range fails with the error, returning no key (status %d)",
+		   kv_iter_status(it));
+		kv_iter_free(it);
+	}
+	env_fault_clear(fe);
+	is_int(kv_close(db), 0, "unreadable tombstones: close again");
+out:
+	env_fault_free(fe);
+	free(dir);
+}
+
 int main(void)
 {
 	double t0 = (double)now_micros();
@@ -1464,6 +1552,7 @@ int main(void)
 	diag("%.1f s", ((double)now_micros() - t0) / 1e6);
 	test_iter_during_churn();
 	diag("%.1f s", ((double)now_micros() - t0) / 1e6);
+	test_tombstone_table_unreadable();
 	rm_rf(tmpdir);
 	done_testing();
 	return exit_status();

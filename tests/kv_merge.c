@@ -12,6 +12,7 @@
  * clears on the child's next move, as a retried read might.
  */
 #include "tap.h"
+#include "memtable.h"
 #include "merge.h"
 
 #include <stdio.h>
@@ -663,6 +664,87 @@ static void test_errors(void)
 	}
 }
 
+/*
+ * A child over a memtable that a writer adds to between the merge's seek of
+ * it and its step back, as a concurrent kv_put can: turning backward, the
+ * merge must still put the child before the current entry.  The hook adds
+ * "z" (newer than any reader's snapshot) right after the child's seek found
+ * nothing, so that seek_last lands on it.
+ */
+struct hook_iter {
+	struct iter base;
+	struct iter *inner;
+	struct memtable *mem;
+	int armed;
+};
+
+#define HOOK(it) ((struct hook_iter *)(it))
+static int hook_valid(struct iter *it) { return iter_valid(HOOK(it)->inner); }
+static void hook_seek_first(struct iter *it) { iter_seek_first(HOOK(it)->inner); }
+static void hook_seek_last(struct iter *it) { iter_seek_last(HOOK(it)->inner); }
+static void hook_next(struct iter *it) { iter_next(HOOK(it)->inner); }
+static void hook_prev(struct iter *it) { iter_prev(HOOK(it)->inner); }
+static struct slice hook_key(struct iter *it) { return iter_key(HOOK(it)->inner); }
+static struct slice hook_value(struct iter *it) { return iter_value(HOOK(it)->inner); }
+static int hook_status(struct iter *it) { return iter_status(HOOK(it)->inner); }
+
+static void hook_seek(struct iter *it, struct slice target)
+{
+	struct hook_iter *h = HOOK(it);
+
+	iter_seek(h->inner, target);
+	if (h->armed && !iter_valid(h->inner)) {
+		mem_add(h->mem, 9, KT_PUT, slice_str("z"), slice_str("new"));
+		h->armed = 0;
+	}
+}
+
+static void hook_destroy(struct iter *it)
+{
+	iter_destroy(HOOK(it)->inner);
+	free(it);
+}
+
+static const struct iter_ops hook_ops = {
+	.valid = hook_valid, .seek_first = hook_seek_first, .seek_last = hook_seek_last,
+	.seek = hook_seek, .next = hook_next, .prev = hook_prev, .key = hook_key,
+	.value = hook_value, .status = hook_status, .destroy = hook_destroy,
+};
+
+static int at_ikey(struct iter *m, const char *ukey, uint64_t seq)
+{
+	return iter_valid(m) && slice_cmp(ikey_user(iter_key(m)), slice_str(ukey)) == 0 &&
+	       ikey_seq(iter_key(m)) == seq;
+}
+
+static void test_insert_while_turning(void)
+{
+	struct memtable *a = mem_new(), *b = mem_new();
+	struct hook_iter *h = xcalloc(1, sizeof(*h));
+	struct iter *ch[2], *m;
+
+	mem_add(a, 1, KT_PUT, slice_str("a"), slice_str("1"));
+	mem_add(b, 5, KT_PUT, slice_str("m"), slice_str("5"));
+	h->base.ops = &hook_ops;
+	h->inner = mem_iter_new(a);
+	h->mem = a;
+	ch[0] = &h->base;
+	ch[1] = mem_iter_new(b);
+	m = merge_iter_new(ch, 2, ikey_cmp_fn);
+	iter_seek_first(m);
+	ok(at_ikey(m, "a", 1), "memtables: seek_first gives a@1");
+	iter_next(m);
+	ok(at_ikey(m, "m", 5), "next gives m@5");
+	h->armed = 1;
+	iter_prev(m);
+	ok(at_ikey(m, "a", 1), "prev gives a@1, though z@9 was added to a's memtable while turning");
+	iter_prev(m);
+	ok(!iter_valid(m) && iter_status(m) == 0, "and prev again ends the walk");
+	iter_destroy(m);
+	mem_unref(a);
+	mem_unref(b);
+}
+
 int main(void)
 {
 	plan_lazy();
@@ -673,6 +755,7 @@ int main(void)
 	test_edges();
 	test_reheap();
 	test_errors();
+	test_insert_while_turning();
 	done_testing();
 	return exit_status();
 }
