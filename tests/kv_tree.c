@@ -22,6 +22,7 @@
  */
 #include "kv.h"
 #include "batch.h"
+#include "db.h"
 #include "env.h"
 #include "util.h"
 #include "version.h"
@@ -1208,6 +1209,30 @@ static int filled(struct kv_db *db, struct kv_tree *t, const char *tag, int n)
 	return good;
 }
 
+/* Wait until no flush or compaction is running or due (white-box); 1 if so. */
+static int wait_idle(struct kv_db *db)
+{
+	for (int i = 0; i < 10000; i++) {
+		int busy, err;
+
+		pthread_mutex_lock(&db->mu);
+		busy = db->compacting || db->manual || db_needs_compaction(db);
+		for (size_t t = 0; t < db->ntrees; t++)
+			busy |= db->trees[t]->imm != NULL;
+		err = db->bg_error;
+		pthread_mutex_unlock(&db->mu);
+		if (err) {
+			diag("background error %d: %s", err, kv_strerror(err));
+			return 0;
+		}
+		if (!busy)
+			return 1;
+		usleep(2000);
+	}
+	diag("background work did not settle");
+	return 0;
+}
+
 static void test_drop(void)
 {
 	struct kv_options o;
@@ -1234,6 +1259,12 @@ static void test_drop(void)
 	/* more for gone and keep, left in their memtables */
 	tput(db, gone, "mem-only", "g", 0);
 	tput(db, keep, "mem-only", "k", 0);
+	/*
+	 * The trees' tables are listed here and looked for after the drop: let
+	 * the background compactions the fills started finish first, so that
+	 * none changes them in between on a slow machine.
+	 */
+	ok(wait_idle(db), "drop: background flushes and compactions settle");
 	tree_tables(db, "gone", &tg);
 	tree_tables(db, "keep", &tk0);
 	ok(tg.n >= 2, "gone has tables (%d) and a memtable", tg.n);
