@@ -362,6 +362,43 @@ static struct compaction *pick_compaction(struct kv_db *db)
 	return c;
 }
 
+static int by_smallest_user(const void *a, const void *b)
+{
+	return slice_cmp(fm_smallest_user(*(struct file_meta *const *)a),
+			 fm_smallest_user(*(struct file_meta *const *)b));
+}
+
+/*
+ * Can the inputs move down a level as they are, without being rewritten?
+ * When nothing in the next level overlaps them and their own user-key
+ * ranges are disjoint: the next level then stays sorted and disjoint.  A
+ * level-0 compaction takes every level-0 table, and those may overlap; but
+ * a load in key order writes ones that do not, and moving them saves
+ * reading, decompressing, compressing and writing all of it once more.
+ * Nothing is dropped on the way, so a tree with a compaction filter keeps
+ * rewriting its level-0 tables: their first compaction is where the filter
+ * first sees what was written (the table layer's garbage collection).
+ */
+static int moves_trivially(const struct compaction *c)
+{
+	struct file_meta **s;
+	int ok = 1;
+
+	if (c->manual || c->nin[1] != 0 || c->nin[0] == 0)
+		return 0;
+	if (c->level == 0 && c->tree->filter)
+		return 0;
+	if (c->nin[0] == 1)
+		return 1;
+	s = xmalloc(c->nin[0] * sizeof(*s));
+	memcpy(s, c->in[0], c->nin[0] * sizeof(*s));
+	qsort(s, c->nin[0], sizeof(*s), by_smallest_user);
+	for (size_t i = 1; i < c->nin[0] && ok; i++)
+		ok = slice_cmp(fm_largest_user(s[i - 1]), fm_smallest_user(s[i])) < 0;
+	free(s);
+	return ok;
+}
+
 /* Tells, for user keys in increasing order, whether a level below the output holds them. */
 struct base_check {
 	struct version *v;
@@ -571,13 +608,14 @@ static int run_compaction(struct kv_db *db, struct compaction *c)
 	bc.v = c->v;
 	bc.from_level = c->out_level + 1;
 
-	/* a single file with nothing below it in the next level moves without rewriting */
-	if (!c->manual && c->nin[0] == 1 && c->nin[1] == 0 && c->level > 0) {
-		struct file_meta *f = c->in[0][0];
-		edit_del_file(&cs.edit, c->level, f->number);
-		edit_add_file(&cs.edit, c->level + 1, f->number, f->size, buf_slice(&f->smallest),
-			      buf_slice(&f->largest), f->smallest_seq, f->largest_seq, f->entries,
-			      f->range_dels);
+	if (moves_trivially(c)) {
+		for (size_t i = 0; i < c->nin[0]; i++) {
+			struct file_meta *f = c->in[0][i];
+			edit_del_file(&cs.edit, c->level, f->number);
+			edit_add_file(&cs.edit, c->level + 1, f->number, f->size,
+				      buf_slice(&f->smallest), buf_slice(&f->largest),
+				      f->smallest_seq, f->largest_seq, f->entries, f->range_dels);
+		}
 		cs.edit.has_last_seq = 1;
 		cs.edit.last_seq = db_last_seq(db);
 		r = vs_log_and_apply(db->vs, &cs.edit);

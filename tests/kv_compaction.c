@@ -1265,6 +1265,88 @@ out:
 	free(dir);
 }
 
+/*
+ * Level-0 tables whose key ranges are disjoint (a load in key order) move
+ * down to level 1 as they are, not rewritten; overlapping ones are merged.
+ */
+static void test_trivial_moves(void)
+{
+	struct kv_options o;
+	struct kv_stats st0, st1;
+	struct kv_db *db;
+	struct table_info *t;
+	char *dir = dbpath("trivial"), k[32], v[200];
+	unsigned long long l0[4];
+	size_t n;
+	int r, moved = 0, nl0 = 0, nl1 = 0;
+
+	kv_options_init(&o);
+	o.l0_compaction_trigger = 4;
+	r = kv_open(dir, &o, &db);
+	is_int(r, 0, "trivial moves: open");
+	if (r < 0)
+		goto out;
+	memset(v, 'v', sizeof(v));
+	/* four flushes of disjoint key ranges, in key order */
+	for (int f = 0; f < 4; f++) {
+		for (int i = 0; i < 500; i++) {
+			snprintf(k, sizeof(k), "key%06d", f * 500 + i);
+			kv_put(db, k, strlen(k), v, sizeof(v), 0);
+		}
+		if (f == 3)
+			kv_get_stats(db, &st0);
+		kv_flush(db);
+		if (f == 2) {
+			/* the first three, still in level 0 (the fourth starts the compaction) */
+			t = tables(db, &n);
+			for (size_t i = 0; i < n; i++)
+				if (t[i].level == 0 && nl0 < 4)
+					l0[nl0++] = t[i].number;
+			free(t);
+		}
+	}
+	ok(wait_idle(db), "trivial moves: compaction settles");
+	t = tables(db, &n);
+	for (size_t i = 0; i < n; i++) {
+		nl1 += t[i].level == 1;
+		for (int j = 0; j < nl0; j++)
+			moved += t[i].level == 1 && t[i].number == l0[j];
+	}
+	free(t);
+	kv_get_stats(db, &st1);
+	is_int(nl1, 4, "four disjoint level-0 tables end up as four level-1 tables");
+	ok(nl0 == 3 && moved == 3, "the same files (%d of the first %d, numbers kept): moved, not "
+	   "rewritten", moved, nl0);
+	is_int((long long)(st1.bytes_compacted_written - st0.bytes_compacted_written), 0,
+	       "the compaction wrote no bytes");
+	for (int i = 0; i < 2000; i += 111) {
+		char *got = NULL;
+		size_t gl;
+		snprintf(k, sizeof(k), "key%06d", i);
+		r = kv_get(db, NULL, k, strlen(k), &got, &gl);
+		free(got);
+		if (r != 0 || gl != sizeof(v))
+			break;
+	}
+	is_int(r, 0, "every key reads back after the move");
+
+	/* now four flushes that overlap each other: merged, not moved */
+	for (int f = 0; f < 4; f++) {
+		for (int i = 0; i < 500; i += 1 + f) {
+			snprintf(k, sizeof(k), "key%06d", 5000 + i);
+			kv_put(db, k, strlen(k), v, sizeof(v), 0);
+		}
+		kv_flush(db);
+	}
+	ok(wait_idle(db), "trivial moves: the second compaction settles");
+	kv_get_stats(db, &st0);
+	ok(st0.bytes_compacted_written > st1.bytes_compacted_written,
+	   "overlapping level-0 tables are merged: the compaction wrote bytes");
+	is_int(kv_close(db), 0, "trivial moves: close");
+out:
+	free(dir);
+}
+
 int main(void)
 {
 	uint64_t t0 = now_micros();
@@ -1283,6 +1365,7 @@ int main(void)
 	test_filter();
 	diag("%.1f s", (double)(now_micros() - t0) / 1e6);
 	test_raw_bytes_property();
+	test_trivial_moves();
 	rm_rf(tmpdir);
 	done_testing();
 	return exit_status();
