@@ -132,12 +132,24 @@ static int finish_file(struct kv_db *db, struct env_file *f, const char *path, i
 	return r;
 }
 
+int db_output_compression(const struct kv_tree *t, const struct version *v, int out_level)
+{
+	int deepest = 0;
+
+	if (t->compression_level <= 0)
+		return 0;
+	for (int l = NUM_LEVELS - 1; l > 0 && !deepest; l--)
+		if (v->nfiles[l])
+			deepest = l;
+	return out_level > 0 && out_level >= deepest ? t->compression_level : DB_UPPER_ZSTD_LEVEL;
+}
+
 int db_write_level0(struct kv_db *db, struct kv_tree *t, struct memtable *m,
 		    struct version_edit *edit)
 {
 	struct sst_options so = {
-		db->opt.block_size, db->opt.block_restart_interval, t->compression_level,
-		db->opt.bloom_bits_per_key,
+		db->opt.block_size, db->opt.block_restart_interval,
+		db_output_compression(t, t->vt->current, 0), db->opt.bloom_bits_per_key,
 	};
 	uint64_t number = vs_new_file_number(db->vs);
 	char *path = sst_path(db, number);
@@ -600,7 +612,8 @@ static int run_compaction(struct kv_db *db, struct compaction *c)
 	cs.db = db;
 	cs.c = c;
 	cs.so = (struct sst_options){ db->opt.block_size, db->opt.block_restart_interval,
-				      c->tree->compression_level, db->opt.bloom_bits_per_key };
+				      db_output_compression(c->tree, c->v, c->out_level),
+				      db->opt.bloom_bits_per_key };
 	edit_init(&cs.edit);
 	cs.edit.tree = c->tree->id;
 	cs.oldest = db_oldest_snapshot(db);

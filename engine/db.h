@@ -100,6 +100,19 @@ struct kv_db {
 };
 
 /* compaction.c */
+/*
+ * zstd's fast level, for tables written above the level where a tree's data
+ * comes to rest: they are rewritten again soon, and compressing them at the
+ * configured level would cost most of the CPU of a write-heavy load.
+ */
+#define DB_UPPER_ZSTD_LEVEL (-1)
+/*
+ * The zstd level (0: none) for a table of tree t written to out_level, v
+ * being the tree's version it goes into: the tree's own level where its
+ * data comes to rest (the deepest level holding data, or deeper), the fast
+ * level above that.  REQUIRES mu held.
+ */
+int db_output_compression(const struct kv_tree *t, const struct version *v, int out_level);
 void *db_flush_main(void *arg);
 void *db_compact_main(void *arg);
 /* Write a memtable to a new level-0 table of t; adds it to edit. REQUIRES mu held (released inside). */

@@ -72,7 +72,9 @@ struct kv_options {
 	size_t write_buffer_size;      /* memtable bytes before it is flushed; default 64 MiB */
 	size_t block_size;             /* target uncompressed data block size; default 4 KiB */
 	int block_restart_interval;    /* keys between restart points; default 16 */
-	int compression_level;         /* zstd level 1..22, or 0 for no compression; default 1 */
+	int compression_level;         /* zstd level 1..22 for the tables where data rests (upper
+					  levels use zstd's fast level -1), or 0 for no
+					  compression; default 1 */
 	size_t block_cache_size;       /* bytes of uncompressed blocks cached; default 64 MiB */
 	int bloom_bits_per_key;        /* default 10 (about 1% false positives); 0 = no filter */
 	int max_open_files;            /* SSTables kept open; default 1000 */

@@ -195,13 +195,13 @@ struct sst_builder *sst_builder_new(struct env_file *f, const struct sst_options
 		b->o.restart_interval = 16;
 	if (b->o.compression_level > ZSTD_maxCLevel())
 		b->o.compression_level = ZSTD_maxCLevel();
-	if (b->o.compression_level < 0)
-		b->o.compression_level = 0;
+	if (b->o.compression_level < ZSTD_minCLevel())
+		b->o.compression_level = ZSTD_minCLevel();
 	b->name = xstrdup(name);
 	blk_builder_init(&b->data, b->o.restart_interval);
 	/* Interval 1: every index key is a restart point, so a seek is one binary search. */
 	blk_builder_init(&b->index, 1);
-	if (b->o.compression_level > 0) {
+	if (b->o.compression_level != 0) {
 		b->cctx = ZSTD_createCCtx();
 		if (!b->cctx)
 			oom_abort("a zstd compression context");

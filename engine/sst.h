@@ -46,7 +46,7 @@
 struct sst_options {
 	size_t block_size;        /* target uncompressed data block size */
 	int restart_interval;
-	int compression_level;    /* 0 = none */
+	int compression_level;    /* zstd level; below 0 its fast levels; 0 = none */
 	int bloom_bits_per_key;   /* 0 = no filter */
 };
 

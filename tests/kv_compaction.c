@@ -1347,6 +1347,36 @@ out:
 	free(dir);
 }
 
+/*
+ * The compression of a table depends on where it is written: the tree's
+ * own zstd level where its data comes to rest (the deepest level holding
+ * data, or deeper), zstd's fast level above, nothing if the tree has none.
+ */
+static void test_output_compression(void)
+{
+	struct kv_tree t;
+	struct version v;
+
+	memset(&t, 0, sizeof(t));
+	memset(&v, 0, sizeof(v));
+	t.compression_level = 3;
+	is_int(db_output_compression(&t, &v, 0), DB_UPPER_ZSTD_LEVEL,
+	       "a flush (level 0) is compressed at the fast level");
+	is_int(db_output_compression(&t, &v, 1), 3,
+	       "an empty tree: level 1 is where the data rests, at the tree's level");
+	v.nfiles[0] = 4;
+	is_int(db_output_compression(&t, &v, 1), 3, "level-0 tables alone: level 1 still is");
+	v.nfiles[3] = 1;
+	is_int(db_output_compression(&t, &v, 1), DB_UPPER_ZSTD_LEVEL,
+	       "data in level 3: level 1 gets the fast level");
+	is_int(db_output_compression(&t, &v, 2), DB_UPPER_ZSTD_LEVEL, "and so does level 2");
+	is_int(db_output_compression(&t, &v, 3), 3, "level 3 gets the tree's level");
+	is_int(db_output_compression(&t, &v, 4), 3, "and so would a deeper one");
+	t.compression_level = 0;
+	is_int(db_output_compression(&t, &v, 0) | db_output_compression(&t, &v, 1) |
+	       db_output_compression(&t, &v, 3), 0, "a tree without compression: none anywhere");
+}
+
 int main(void)
 {
 	uint64_t t0 = now_micros();
@@ -1366,6 +1396,7 @@ int main(void)
 	diag("%.1f s", (double)(now_micros() - t0) / 1e6);
 	test_raw_bytes_property();
 	test_trivial_moves();
+	test_output_compression();
 	rm_rf(tmpdir);
 	done_testing();
 	return exit_status();
