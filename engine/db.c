@@ -122,7 +122,7 @@ static struct kv_tree *tree_attach(struct kv_db *db, struct vtree *vt)
 
 	t->id = vt->id;
 	t->vt = vt;
-	t->mem = mem_new();
+	t->mem = mem_new_pooled(db->mem_pool);
 	t->compression_level = db->opt.compression_level;
 	t->dropped = vt->dropped;
 	if (vt->id == 0)
@@ -189,7 +189,7 @@ static int flush_recovered(struct kv_db *db, int only_full)
 		if (r < 0)
 			return r;
 		mem_unref(t->mem);
-		t->mem = mem_new();
+		t->mem = mem_new_pooled(db->mem_pool);
 	}
 	return 0;
 }
@@ -379,6 +379,8 @@ int kv_open(const char *dir, const struct kv_options *opt, struct kv_db **dbp)
 	r = env_lock(db->env, lock_path, &db->lock);
 	if (r < 0)
 		goto fail;
+	/* one memtable's worth: what the last one flushed leaves for the next */
+	db->mem_pool = mem_pool_new(db->opt.write_buffer_size);
 	db->block_cache = cache_new(db->opt.block_cache_size);
 	db->tc = tcache_new(db->env, dir, db->opt.max_open_files, db->block_cache,
 			    &db->stats.bytes_read_sst);
@@ -439,6 +441,7 @@ int kv_close(struct kv_db *db)
 	for (size_t i = 0; i < db->ntrees; i++)
 		tree_free(db->trees[i]);
 	free(db->trees);
+	mem_pool_free(db->mem_pool);   /* every memtable is gone (iterators are freed first) */
 	pthread_mutex_lock(&db->mu);
 	vs_free(db->vs);
 	pthread_mutex_unlock(&db->mu);
@@ -542,7 +545,7 @@ static int make_room(struct kv_db *db, int force)
 				continue;
 			t->imm = t->mem;
 			t->imm_log_boundary = number;
-			t->mem = mem_new();
+			t->mem = mem_new_pooled(db->mem_pool);
 		}
 		force = 0;
 		pthread_cond_broadcast(&db->work_cv);
@@ -1309,7 +1312,7 @@ int kv_tree_drop(struct kv_db *db, struct kv_tree *t)
 		/* its unflushed writes go too (we lead the writers: no one inserts now) */
 		t->dropped = 1;
 		mem_unref(t->mem);
-		t->mem = mem_new();
+		t->mem = mem_new_pooled(db->mem_pool);
 		db_delete_obsolete_files(db);
 	}
 out:

@@ -80,6 +80,7 @@ struct kv_db {
 
 	struct version_set *vs;
 	struct table_cache *tc;
+	struct mem_pool *mem_pool;     /* the memtables' arena chunks, reused */
 	struct cache *block_cache;
 
 	struct writer *writers_head, *writers_tail;

@@ -20,6 +20,7 @@
 #include "memtable.h"
 
 #include <assert.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -53,7 +54,14 @@ struct arena_chunk {
 	/* the chunk's bytes follow; sizeof(*this) keeps them ARENA_ALIGN-aligned */
 };
 
+struct mem_pool {
+	pthread_mutex_t mu;
+	struct arena_chunk *free;    /* unused huge chunks (mu) */
+	size_t n, max;               /* chunks in free, and the most kept */
+};
+
 struct arena {
+	struct mem_pool *pool;       /* NULL: chunks are mapped and unmapped each time */
 	char *ptr;                   /* free space of the current chunk, ARENA_ALIGN-aligned */
 	size_t left;
 	size_t next_size;            /* size of the next shared chunk */
@@ -95,11 +103,77 @@ static void *huge_map(void)
 	return p;
 }
 
+struct mem_pool *mem_pool_new(size_t max_bytes)
+{
+	struct mem_pool *p = xcalloc(1, sizeof(*p));
+
+	pthread_mutex_init(&p->mu, NULL);
+	p->max = max_bytes / ARENA_HUGE;
+	return p;
+}
+
+void mem_pool_free(struct mem_pool *p)
+{
+	if (!p)
+		return;
+	while (p->free) {
+		struct arena_chunk *c = p->free;
+		p->free = c->next;
+		munmap(c, c->mapped);
+	}
+	pthread_mutex_destroy(&p->mu);
+	free(p);
+}
+
+size_t mem_pool_chunks(struct mem_pool *p)
+{
+	size_t n;
+
+	pthread_mutex_lock(&p->mu);
+	n = p->n;
+	pthread_mutex_unlock(&p->mu);
+	return n;
+}
+
+static struct arena_chunk *pool_take(struct mem_pool *p)
+{
+	struct arena_chunk *c = NULL;
+
+	if (!p)
+		return NULL;
+	pthread_mutex_lock(&p->mu);
+	if (p->free) {
+		c = p->free;
+		p->free = c->next;
+		p->n--;
+	}
+	pthread_mutex_unlock(&p->mu);
+	return c;
+}
+
+/* Keep huge chunk c for the next memtable: 1, or 0 if the pool is full. */
+static int pool_put(struct mem_pool *p, struct arena_chunk *c)
+{
+	int kept = 0;
+
+	if (!p)
+		return 0;
+	pthread_mutex_lock(&p->mu);
+	if (p->n < p->max) {
+		c->next = p->free;
+		p->free = c;
+		p->n++;
+		kept = 1;
+	}
+	pthread_mutex_unlock(&p->mu);
+	return kept;
+}
+
 static char *arena_chunk_new(struct arena *a, size_t n)
 {
 	struct arena_chunk *c = NULL;
 
-	if (sizeof(*c) + n == ARENA_HUGE)
+	if (sizeof(*c) + n == ARENA_HUGE && !(c = pool_take(a->pool)))
 		c = huge_map();
 	if (c) {
 		c->mapped = ARENA_HUGE;
@@ -146,6 +220,8 @@ static void arena_free(struct arena *a)
 
 	for (; c; c = next) {
 		next = c->next;
+		if (c->mapped == ARENA_HUGE && pool_put(a->pool, c))
+			continue;
 		if (c->mapped)
 			munmap(c, c->mapped);
 		else
@@ -433,8 +509,14 @@ struct memtable {
 
 struct memtable *mem_new(void)
 {
+	return mem_new_pooled(NULL);
+}
+
+struct memtable *mem_new_pooled(struct mem_pool *p)
+{
 	struct memtable *m = xcalloc(1, sizeof(*m));
 
+	m->arena.pool = p;
 	m->arena.next_size = ARENA_CHUNK_MIN;
 	/* Fixed seeds: the shape of a skiplist is then reproducible from its inserts. */
 	skip_init(&m->points, &m->arena, 0x5eed0001);

@@ -588,6 +588,57 @@ static void test_concurrency(void)
 	mem_unref(r.m);
 }
 
+/* Fill m with n entries of 1000-byte values; the number of them read back right. */
+static long pool_fill_check(struct memtable *m, long n, char tag)
+{
+	char k[32], v[1000];
+	long good = 0;
+
+	for (long i = 0; i < n; i++) {
+		snprintf(k, sizeof(k), "key%08ld", i);
+		memset(v, tag + (char)(i % 7), sizeof(v));
+		mem_add(m, (uint64_t)i + 1, KT_PUT, S(k), slice_make(v, sizeof(v)));
+	}
+	for (long i = 0; i < n; i++) {
+		struct slice got;
+		uint64_t seq;
+		int type;
+
+		snprintf(k, sizeof(k), "key%08ld", i);
+		memset(v, tag + (char)(i % 7), sizeof(v));
+		good += mem_get(m, S(k), UINT64_MAX >> 8, &type, &seq, &got) == 1 &&
+			type == KT_PUT && got.len == sizeof(v) && !memcmp(got.data, v, sizeof(v));
+	}
+	return good;
+}
+
+/*
+ * A pool keeps the huge chunks of a freed memtable, up to its limit, and
+ * the next memtable takes them again; what it then holds reads back right
+ * (reused memory is not assumed zeroed).
+ */
+static void test_pool(void)
+{
+	struct mem_pool *p = mem_pool_new((size_t)8 << 20);   /* four 2 MiB chunks */
+	struct memtable *m = mem_new_pooled(p);
+	long n = 12000;                                       /* about 12 MiB */
+
+	is_int(mem_pool_chunks(p), 0, "pool: a new pool keeps nothing");
+	is_int(pool_fill_check(m, n, 'a'), n, "pool: a pooled memtable reads back");
+	mem_unref(m);
+	is_int(mem_pool_chunks(p), 4, "pool: freeing it keeps four chunks, the pool's limit");
+	m = mem_new_pooled(p);
+	is_int(pool_fill_check(m, n, 'k'), n,
+	       "pool: the next memtable, on the reused chunks, reads back its own values");
+	is_int(mem_pool_chunks(p), 0, "pool: it took every kept chunk");
+	mem_unref(m);
+	is_int(mem_pool_chunks(p), 4, "pool: and gave them back");
+	mem_pool_free(p);
+	m = mem_new_pooled(NULL);
+	is_int(pool_fill_check(m, 100, 'z'), 100, "pool: no pool works too");
+	mem_unref(m);
+}
+
 int main(void)
 {
 	plan_lazy();
@@ -599,6 +650,7 @@ int main(void)
 	test_range_tombstones();
 	test_refs();
 	test_concurrency();
+	test_pool();
 	done_testing();
 	return exit_status();
 }
