@@ -346,8 +346,8 @@ static void test_handmade_damage(void)
 	enc_fixed32(d + len - 4, 0xffffff);
 	is_int(blk_parse(slice_make(d, len), &blk), -EUCLEAN,
 	       "a restart count larger than the block is -EUCLEAN");
-	ok(strstr(kv_error_last(), "restart") != NULL, "and the message says what is wrong (%s)",
-	   kv_error_last());
+	ok(strstr(err_last(), "restart") != NULL, "and the message says what is wrong (%s)",
+	   err_last());
 	enc_fixed32(d + len - 4, 0);
 	is_int(blk_parse(slice_make(d, len), &blk), -EUCLEAN,
 	       "a zero restart count with entries present is -EUCLEAN");

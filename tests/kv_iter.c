@@ -553,7 +553,7 @@ struct gate_env {
 	int closed, waiting;
 };
 
-static struct kv_env_ops gate_ops;
+static struct env_ops gate_ops;
 static struct gate_env gate = { { &gate_ops }, PTHREAD_MUTEX_INITIALIZER,
 				PTHREAD_COND_INITIALIZER, 0, 0 };
 

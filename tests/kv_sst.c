@@ -656,17 +656,17 @@ static void test_damage(int level)
 	ok(!iter_valid(it) && iter_status(it) == -EUCLEAN && i > 0 && i < m.n,
 	   "level %d: iteration returns the %zu entries before the damaged block, then -EUCLEAN",
 	   level, i);
-	ok(strstr(kv_error_last(), bad) && strstr(kv_error_last(), offstr),
+	ok(strstr(err_last(), bad) && strstr(err_last(), offstr),
 	   "level %d: the iterator's message names the file and the block offset (%s)", level,
-	   kv_error_last());
+	   err_last());
 	iter_destroy(it);
 	/* At its own sequence: newer versions of its user key may sit in the block before. */
 	r = sst_get(t, ikey_user(mkey(&m, i)), ikey_seq(mkey(&m, i)), &type, &seq, &v, NULL);
 	is_int(r, -EUCLEAN, "level %d: sst_get of the first entry of the damaged block is -EUCLEAN",
 	       level);
-	ok(strstr(kv_error_last(), bad) && strstr(kv_error_last(), offstr),
+	ok(strstr(err_last(), bad) && strstr(err_last(), offstr),
 	   "level %d: its message names the file and the block offset (%s)", level,
-	   kv_error_last());
+	   err_last());
 	r = sst_get(t, ikey_user(mkey(&m, 0)), SEQ_MAX, &type, &seq, &v, NULL);
 	is_int(r, 1, "level %d: keys in undamaged blocks before it are still found", level);
 	r = sst_get(t, ikey_user(mkey(&m, m.n - 1)), SEQ_MAX, &type, &seq, &v, NULL);
@@ -684,13 +684,13 @@ static void test_damage(int level)
 	damaged_copy(good, bad, -80 + 3, 0x01);
 	is_int(open_table(bad, NULL, NULL, &t), -EUCLEAN,
 	       "level %d: a damaged footer handle fails the footer checksum", level);
-	ok(strstr(kv_error_last(), "checksum") != NULL, "level %d: the message says checksum (%s)",
-	   level, kv_error_last());
+	ok(strstr(err_last(), "checksum") != NULL, "level %d: the message says checksum (%s)",
+	   level, err_last());
 	damaged_copy(good, bad, -1, 0x20);
 	is_int(open_table(bad, NULL, NULL, &t), -EUCLEAN,
 	       "level %d: a bad magic number is -EUCLEAN", level);
-	ok(strstr(kv_error_last(), "magic") && strstr(kv_error_last(), bad),
-	   "level %d: the message names the file and says magic (%s)", level, kv_error_last());
+	ok(strstr(err_last(), "magic") && strstr(err_last(), bad),
+	   "level %d: the message names the file and says magic (%s)", level, err_last());
 	{
 		char *p = path_of(good), *q = path_of(bad), *data;
 		size_t len;
@@ -719,9 +719,9 @@ static void test_damage(int level)
 			uint64_t sz = dec_fixed64(data + len - 80 + 16 * j + 8);
 			damaged_copy(good, bad, (long long)(off + sz / 2), 0x04);
 			r = open_table(bad, NULL, NULL, &t);
-			ok(r == -EUCLEAN && strstr(kv_error_last(), names[j]),
+			ok(r == -EUCLEAN && strstr(err_last(), names[j]),
 			   "level %d: a damaged %s block makes sst_open fail with -EUCLEAN (%s)",
-			   level, names[j], kv_error_last());
+			   level, names[j], err_last());
 			if (r == 0)
 				sst_close(t);
 		}

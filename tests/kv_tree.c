@@ -1533,9 +1533,9 @@ static void test_manifest(void)
 	kv_tree_open(db, "A", NULL, &a);
 	kv_tree_open(db, "B", NULL, &b);
 	kv_tree_open(db, "C", NULL, &c);
-	ia = kv_tree_id(a);
-	ib = kv_tree_id(b);
-	ic = kv_tree_id(c);
+	ia = db_tree_id(a);
+	ib = db_tree_id(b);
+	ic = db_tree_id(c);
 	ok(ia && ib && ic && ia != ib && ib != ic && ia != ic, "trees get distinct ids > 0 "
 	   "(%u, %u, %u)", ia, ib, ic);
 	tput(db, a, "a", "1", 0);
@@ -1543,7 +1543,7 @@ static void test_manifest(void)
 	kv_flush(db);
 	kv_tree_drop(db, b);
 	kv_tree_open(db, "D", NULL, &d);
-	id = kv_tree_id(d);
+	id = db_tree_id(d);
 	ok(id > ib && id > ic, "a tree created after a drop does not reuse its id (%u)", id);
 	tree_tables(db, "A", &ta);
 	kv_close(db);
@@ -1572,7 +1572,7 @@ static void test_manifest(void)
 	if (!is_int(r, 0, "manifest: reopen"))
 		goto out;
 	kv_tree_open(db, "E", NULL, &e);
-	ie = kv_tree_id(e);
+	ie = db_tree_id(e);
 	ok(ie > id, "after reopen, ids are still not reused (%u > %u)", ie, id);
 	kv_tree_drop(db, e);
 	kv_close(db);

@@ -778,8 +778,8 @@ static void test_damaged(void)
 	   cell_decode(S("\x02"), &v) == 0 && v.type == CELL_BYTES && v.v.data.len == 0,
 	   "a tag alone is an empty string or empty bytes");
 	cell_decode(S("\x03\x07"), &v);
-	ok(strstr(kv_error_last(), "cell.c") != NULL,
-	   "the corruption message names where it was detected (%s)", kv_error_last());
+	ok(strstr(err_last(), "cell.c") != NULL,
+	   "the corruption message names where it was detected (%s)", err_last());
 }
 
 /* ---------------------------------------------------------------- conversion */

@@ -809,8 +809,8 @@ static void test_malformed(int n)
 		struct slice row;
 
 		ok(tkey_decode_row(slice_make("\0\0\0\x01" "a\0\x07", 7), &table, &row, &scratch) ==
-		   -EUCLEAN && strstr(kv_error_last(), "tkey.c") != NULL,
-		   "the corruption message names where it was detected (%s)", kv_error_last());
+		   -EUCLEAN && strstr(err_last(), "tkey.c") != NULL,
+		   "the corruption message names where it was detected (%s)", err_last());
 	}
 	buf_free(&k);
 	buf_free(&scratch);

@@ -431,7 +431,7 @@ struct ctx {
 	int failed;
 	int reopens;
 	/*
-	 * Server timestamps.  tbl_now gives max(wall clock, last + 1), so one
+	 * Server timestamps.  tsch_now gives max(wall clock, last + 1), so one
 	 * given during a call is at least the wall clock before the call, above
 	 * every one given before it since the open, and at most server_hi: an
 	 * upper bound on the last one given, kept as max(wall clock after,
@@ -2418,18 +2418,18 @@ static void op_flush(struct ctx *c)
 static size_t table_trees(struct ctx *c, int ti, struct kv_tree **trees, uint32_t *gids,
 			  size_t cap)
 {
-	struct tbl_table *tt;
+	struct tsch_table *tt;
 	size_t n = 0;
 
-	if (tbl_lock_table(c->db, c->tab[ti].name, &tt)) {
+	if (tsch_lock_table(c->db, c->tab[ti].name, &tt)) {
 		printf("Bail out! table %s is gone\n", c->tab[ti].name);
 		exit(1);
 	}
 	for (size_t j = 0; j < tt->ngroups && n < cap; j++, n++) {
-		trees[n] = tbl_group_tree(tt->groups[j]);
+		trees[n] = tsch_group_tree(tt->groups[j]);
 		gids[n] = tt->groups[j]->id;
 	}
-	tbl_unlock_schema(c->db);
+	tsch_unlock(c->db);
 	return n;
 }
 
@@ -2486,7 +2486,7 @@ static uint64_t audit_table(struct ctx *c, int ti)
 	unsigned char **vis = xcalloc(NR, sizeof(*vis)), **seen = xcalloc(NR, sizeof(*seen));
 	struct buf lo = BUF_INIT, hi = BUF_INIT, scratch = BUF_INIT;
 	uint64_t now = wall_micros(), nvisible = 0, nseen = 0, hidden = 0;
-	struct tbl_table *tt;
+	struct tsch_table *tt;
 	size_t i, j;
 
 	for (i = 0; i < NR; i++) {
@@ -2498,17 +2498,17 @@ static uint64_t audit_table(struct ctx *c, int ti)
 	}
 	tkey_table_prefix(&lo, t->id);
 	tkey_successor(&hi, buf_slice(&lo));
-	if (tbl_lock_table(c->db, t->name, &tt)) {
+	if (tsch_lock_table(c->db, t->name, &tt)) {
 		printf("Bail out! table %s is gone\n", t->name);
 		exit(1);
 	}
 	for (size_t gi = 0; gi < tt->ngroups && !c->failed; gi++) {
-		const struct tbl_group *grp = tt->groups[gi];
+		const struct tsch_group *grp = tt->groups[gi];
 		struct kv_read_options ro;
 		struct kv_iter *it;
 
 		memset(&ro, 0, sizeof(ro));
-		ro.tree = tbl_group_tree(grp);
+		ro.tree = tsch_group_tree(grp);
 		ro.lower = lo.data;
 		ro.lower_len = lo.len;
 		ro.upper = hi.data;
@@ -2517,7 +2517,7 @@ static uint64_t audit_table(struct ctx *c, int ti)
 		for (kv_iter_seek_first(it); kv_iter_valid(it) && !c->failed; kv_iter_next(it)) {
 			size_t kl, vl;
 			const char *k = kv_iter_key(it, &kl), *val = kv_iter_value(it, &vl);
-			const struct tbl_family *f;
+			const struct tsch_family *f;
 			struct cell_value cv;
 			struct tkey key;
 			long ridx, q;
@@ -2528,7 +2528,7 @@ static uint64_t audit_table(struct ctx *c, int ti)
 					 "cell key of table id %u", grp->name, hex(k, kl), t->id);
 				break;
 			}
-			f = tbl_family_by_id(tt, key.family);
+			f = tsch_family_by_id(tt, key.family);
 			if (f && !f->dropped)
 				for (int x = 0; x < t->nfam; x++)
 					if (!strcmp(t->fam[x].name, f->name))
@@ -2581,7 +2581,7 @@ static uint64_t audit_table(struct ctx *c, int ti)
 				 rcs(kv_iter_status(it)));
 		kv_iter_free(it);
 	}
-	tbl_unlock_schema(c->db);
+	tsch_unlock(c->db);
 	if (!c->failed && nseen != nvisible) {
 		for (i = 0; i < NR; i++)
 			for (j = 0; j < t->rows[i].n; j++)
@@ -2718,21 +2718,21 @@ static void refresh_ids(struct ctx *c)
 {
 	for (int ti = 0; ti < NTAB; ti++) {
 		struct mtable *t = &c->tab[ti];
-		struct tbl_table *tt;
+		struct tsch_table *tt;
 
-		if (tbl_lock_table(c->db, t->name, &tt)) {
+		if (tsch_lock_table(c->db, t->name, &tt)) {
 			printf("Bail out! table %s is gone\n", t->name);
 			exit(1);
 		}
 		t->id = tt->id;
 		for (int k = 0; k < t->nfam; k++) {
-			if (!tbl_find_family(tt, t->fam[k].name)) {
+			if (!tsch_find_family(tt, t->fam[k].name)) {
 				printf("Bail out! family %s of table %s is gone\n", t->fam[k].name,
 				       t->name);
 				exit(1);
 			}
 		}
-		tbl_unlock_schema(c->db);
+		tsch_unlock(c->db);
 	}
 }
 

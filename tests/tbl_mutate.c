@@ -5,7 +5,7 @@
  * limits on row keys, qualifiers and values, all-or-nothing batches, the
  * exact boundaries of time-range deletes, row deletes across locality groups
  * (one range tombstone per group, in one batch), increment, append and
- * check-and-mutate with their type and range errors, tbl_read_newest under
+ * check-and-mutate with their type and range errors, tmut_read_newest under
  * GC rules and snapshots, durability across a reopen, and read-modify-write
  * atomicity under threads.
  *
@@ -209,7 +209,7 @@ static void put_shown(struct buf *out, struct slice s)
  * parts 1 only "qualifier@ts=type:text", with parts 0 only "@ts=type:text".
  * Values are rendered without the trailing newline.  Anything that does not decode shows as "BAD".
  */
-static void dump_range(struct tbl_table *t, struct kv_tree *tree, struct slice lo,
+static void dump_range(struct tsch_table *t, struct kv_tree *tree, struct slice lo,
 		       struct slice hi, int parts, struct buf *out)
 {
 	struct kv_read_options ro;
@@ -227,7 +227,7 @@ static void dump_range(struct tbl_table *t, struct kv_tree *tree, struct slice l
 		size_t klen, vlen;
 		const char *k = kv_iter_key(it, &klen), *v = kv_iter_value(it, &vlen);
 		struct cell_value cv;
-		struct tbl_family *f;
+		struct tsch_family *f;
 		struct tkey tk;
 		char num[32];
 
@@ -238,7 +238,7 @@ static void dump_range(struct tbl_table *t, struct kv_tree *tree, struct slice l
 			buf_append(out, "BAD", 3);
 			continue;
 		}
-		f = tbl_family_by_id(t, tk.family);
+		f = tsch_family_by_id(t, tk.family);
 		if (parts == 2) {
 			buf_append(out, f ? f->name : "?", strlen(f ? f->name : "?"));
 			buf_append(out, ":", 1);
@@ -272,21 +272,21 @@ static char *dump_in(const char *table, struct slice row, const char *family, co
 		     size_t qlen)
 {
 	struct buf lo = BUF_INIT, hi = BUF_INIT, out = BUF_INIT;
-	struct tbl_table *t;
+	struct tsch_table *t;
 
-	if (tbl_lock_table(db, table, &t))
+	if (tsch_lock_table(db, table, &t))
 		return xstrdup("NO-TABLE");
 	if (!family) {
 		tkey_row_prefix(&lo, t->id, row);
 		tkey_row_end(&hi, t->id, row);
 		for (size_t g = 0; g < t->ngroups; g++)
-			dump_range(t, tbl_group_tree(t->groups[g]), buf_slice(&lo), buf_slice(&hi),
+			dump_range(t, tsch_group_tree(t->groups[g]), buf_slice(&lo), buf_slice(&hi),
 				   2, &out);
 	} else {
-		struct tbl_family *f = tbl_find_family(t, family);
+		struct tsch_family *f = tsch_find_family(t, family);
 
 		if (!f) {
-			tbl_unlock_schema(db);
+			tsch_unlock(db);
 			return xstrdup("NO-FAMILY");
 		}
 		if (q)
@@ -294,10 +294,10 @@ static char *dump_in(const char *table, struct slice row, const char *family, co
 		else
 			tkey_family_prefix(&lo, t->id, row, f->id);
 		tkey_successor(&hi, buf_slice(&lo));
-		dump_range(t, tbl_group_tree(f->group), buf_slice(&lo), buf_slice(&hi), q ? 0 : 1,
+		dump_range(t, tsch_group_tree(f->group), buf_slice(&lo), buf_slice(&hi), q ? 0 : 1,
 			   &out);
 	}
-	tbl_unlock_schema(db);
+	tsch_unlock(db);
 	buf_free(&lo);
 	buf_free(&hi);
 	buf_append(&out, "", 1);
@@ -358,20 +358,20 @@ static int msg_has(const char *a, const char *b)
 	return strstr(m, a) != NULL && (!b || strstr(m, b) != NULL);
 }
 
-/* The newest visible version of a column of table t, through tbl_read_newest. */
+/* The newest visible version of a column of table t, through tmut_read_newest. */
 static int newest(const char *row, size_t rlen, const char *family, const char *q,
 		  const struct kv_snapshot *snap, uint64_t *ts, struct cell_value *v, struct buf *b)
 {
-	struct tbl_table *t;
-	struct tbl_family *f;
-	int r = tbl_lock_table(db, "t", &t);
+	struct tsch_table *t;
+	struct tsch_family *f;
+	int r = tsch_lock_table(db, "t", &t);
 
 	if (r)
 		return r;
-	f = tbl_find_family(t, family);
-	r = f ? tbl_read_newest(db, t, f, slice_make(row, rlen), slice_str(q), snap, ts, v, b)
+	f = tsch_find_family(t, family);
+	r = f ? tmut_read_newest(db, t, f, slice_make(row, rlen), slice_str(q), snap, ts, v, b)
 	      : -ENOENT;
-	tbl_unlock_schema(db);
+	tsch_unlock(db);
 	return r;
 }
 
@@ -848,7 +848,7 @@ static void test_delete_row_tombstones(void)
 {
 	struct tbl_db *saved = db;
 	struct tbl_mutation m = del(TBL_DELETE_ROW, NULL, NULL, 0, 0);
-	struct tbl_table *t;
+	struct tsch_table *t;
 	const char *g2 = NULL;
 	char q[16];
 	uint64_t seq;
@@ -857,10 +857,10 @@ static void test_delete_row_tombstones(void)
 	tbl_create_table(db, "w");
 	add_family(db, "w", "anchor", CELL_STRING, 0, 0, NULL);
 	add_family(db, "w", "contents", CELL_BYTES, 0, 0, "contents");
-	if (tbl_lock_table(db, "w", &t) == 0) {
+	if (tsch_lock_table(db, "w", &t) == 0) {
 		if (t->ngroups == 2)
-			g2 = kv_tree_name(tbl_group_tree(t->groups[1]));
-		tbl_unlock_schema(db);
+			g2 = kv_tree_name(tsch_group_tree(t->groups[1]));
+		tsch_unlock(db);
 	}
 	ok(g2 != NULL, "table w has two locality groups, the second its own tree (%s)",
 	   g2 ? g2 : "none");

@@ -129,23 +129,23 @@ static void mk_family(const char *t, const char *f, const char *group, uint32_t 
 static void raw_put_stored(const char *table, const void *row, size_t rlen, const char *family,
 			   const void *q, size_t qlen, uint64_t ts, const void *val, size_t vlen)
 {
-	struct tbl_table *t;
-	struct tbl_family *f;
+	struct tsch_table *t;
+	struct tsch_family *f;
 	struct kv_tree *tree;
 	struct buf key = BUF_INIT;
 	struct kv_batch *b;
 	uint16_t id;
 
-	must(tbl_lock_table(db, table, &t), table);
-	f = tbl_find_family(t, family);
+	must(tsch_lock_table(db, table, &t), table);
+	f = tsch_find_family(t, family);
 	if (!f) {
-		tbl_unlock_schema(db);
+		tsch_unlock(db);
 		must(-ENOENT, family);
 	}
 	id = f->id;
-	tree = tbl_group_tree(f->group);
+	tree = tsch_group_tree(f->group);
 	tkey_encode(&key, t->id, slice_make(row, rlen), id, slice_make(q, qlen), ts);
-	tbl_unlock_schema(db);
+	tsch_unlock(db);
 	b = kv_batch_new();
 	must(kv_batch_put_tree(b, tree, key.data, key.len, val, vlen), "batch put");
 	must(kv_write(tbl_kv(db), b, 0), "kv_write");
@@ -186,15 +186,15 @@ static void put_str(const char *table, const char *row, const char *family, cons
 static void raw_kv_put(const char *family_table, const char *family, const void *key, size_t klen,
 		       const void *val, size_t vlen)
 {
-	struct tbl_table *t;
-	struct tbl_family *f;
+	struct tsch_table *t;
+	struct tsch_family *f;
 	struct kv_tree *tree;
 	struct kv_batch *b;
 
-	must(tbl_lock_table(db, family_table, &t), family_table);
-	f = tbl_find_family(t, family);
-	tree = f ? tbl_group_tree(f->group) : NULL;
-	tbl_unlock_schema(db);
+	must(tsch_lock_table(db, family_table, &t), family_table);
+	f = tsch_find_family(t, family);
+	tree = f ? tsch_group_tree(f->group) : NULL;
+	tsch_unlock(db);
 	b = kv_batch_new();
 	must(kv_batch_put_tree(b, tree, key, klen, val, vlen), "batch put");
 	must(kv_write(tbl_kv(db), b, 0), "kv_write");
@@ -203,12 +203,12 @@ static void raw_kv_put(const char *family_table, const char *family, const void 
 
 static uint32_t table_id(const char *table)
 {
-	struct tbl_table *t;
+	struct tsch_table *t;
 	uint32_t id;
 
-	must(tbl_lock_table(db, table, &t), table);
+	must(tsch_lock_table(db, table, &t), table);
 	id = t->id;
-	tbl_unlock_schema(db);
+	tsch_unlock(db);
 	return id;
 }
 
@@ -896,7 +896,7 @@ static void test_gc(void)
 {
 	uint64_t now = wall_micros();
 	struct tbl_read r = read_init();
-	struct tbl_table *t;
+	struct tsch_table *t;
 
 	diag("versions and garbage collection on reads");
 	mk_table("gc");
@@ -950,27 +950,27 @@ static void test_gc(void)
 	}
 
 	/* has_cells sees through GC */
-	must(tbl_lock_table(db, "gc", &t), "lock");
-	is_int(tbl_row_has_cells(db, t, tbl_find_family(t, "ttl"), slice_str("onlyold")), 0,
-	       "tbl_row_has_cells: a row of expired cells has none of the family");
-	is_int(tbl_row_has_cells(db, t, NULL, slice_str("onlyold")), 0,
-	       "tbl_row_has_cells: ... nor of any family");
-	is_int(tbl_row_has_cells(db, t, tbl_find_family(t, "ttl"), slice_str("r")), 1,
-	       "tbl_row_has_cells: a row with a fresh ttl cell has the family");
-	is_int(tbl_row_has_cells(db, t, tbl_find_family(t, "two"), slice_str("onlyold")), 0,
-	       "tbl_row_has_cells: a family absent from the row");
-	is_int(tbl_row_has_cells(db, t, NULL, slice_str("nosuchrow")), 0,
-	       "tbl_row_has_cells: a missing row has no cells");
-	is_int(tbl_table_has_cells(db, t, NULL), 1, "tbl_table_has_cells: the table has cells");
-	is_int(tbl_table_has_cells(db, t, tbl_find_family(t, "both")), 1,
-	       "tbl_table_has_cells: family both has a visible cell");
-	tbl_unlock_schema(db);
+	must(tsch_lock_table(db, "gc", &t), "lock");
+	is_int(tscan_row_has_cells(db, t, tsch_find_family(t, "ttl"), slice_str("onlyold")), 0,
+	       "tscan_row_has_cells: a row of expired cells has none of the family");
+	is_int(tscan_row_has_cells(db, t, NULL, slice_str("onlyold")), 0,
+	       "tscan_row_has_cells: ... nor of any family");
+	is_int(tscan_row_has_cells(db, t, tsch_find_family(t, "ttl"), slice_str("r")), 1,
+	       "tscan_row_has_cells: a row with a fresh ttl cell has the family");
+	is_int(tscan_row_has_cells(db, t, tsch_find_family(t, "two"), slice_str("onlyold")), 0,
+	       "tscan_row_has_cells: a family absent from the row");
+	is_int(tscan_row_has_cells(db, t, NULL, slice_str("nosuchrow")), 0,
+	       "tscan_row_has_cells: a missing row has no cells");
+	is_int(tscan_table_has_cells(db, t, NULL), 1, "tscan_table_has_cells: the table has cells");
+	is_int(tscan_table_has_cells(db, t, tsch_find_family(t, "both")), 1,
+	       "tscan_table_has_cells: family both has a visible cell");
+	tsch_unlock(db);
 	free(want);
 }
 
 static void test_has_cells(void)
 {
-	struct tbl_table *t;
+	struct tsch_table *t;
 	uint64_t now = wall_micros();
 
 	diag("existence checks");
@@ -979,11 +979,11 @@ static void test_has_cells(void)
 	mk_family("hc", "b", NULL, 0, 5);
 	mk_family("hc", "c", "grp", 0, 0);
 	mk_family("hc", "d", NULL, 0, 0);
-	must(tbl_lock_table(db, "hc", &t), "lock");
-	is_int(tbl_table_has_cells(db, t, NULL), 0, "an empty table has no cells");
-	is_int(tbl_table_has_cells(db, t, tbl_find_family(t, "a")), 0,
+	must(tsch_lock_table(db, "hc", &t), "lock");
+	is_int(tscan_table_has_cells(db, t, NULL), 0, "an empty table has no cells");
+	is_int(tscan_table_has_cells(db, t, tsch_find_family(t, "a")), 0,
 	       "an empty table has no cells of a family");
-	tbl_unlock_schema(db);
+	tsch_unlock(db);
 
 	/* many rows of a (interleaved with d in the same tree), expired b, one d far down */
 	for (int i = 0; i < 200; i++) {
@@ -994,27 +994,27 @@ static void test_has_cells(void)
 		put_str("hc", row, "b", "x", now - 100 * SEC, "expired");
 	}
 	put_str("hc", "r150", "d", "x", 1, "d");
-	must(tbl_lock_table(db, "hc", &t), "lock");
-	is_int(tbl_table_has_cells(db, t, NULL), 1, "a table with cells has cells");
-	is_int(tbl_table_has_cells(db, t, tbl_find_family(t, "b")), 0,
+	must(tsch_lock_table(db, "hc", &t), "lock");
+	is_int(tscan_table_has_cells(db, t, NULL), 1, "a table with cells has cells");
+	is_int(tscan_table_has_cells(db, t, tsch_find_family(t, "b")), 0,
 	       "a family whose cells all expired has none");
-	is_int(tbl_table_has_cells(db, t, tbl_find_family(t, "c")), 0,
+	is_int(tscan_table_has_cells(db, t, tsch_find_family(t, "c")), 0,
 	       "a family in its own, empty group has none");
-	is_int(tbl_table_has_cells(db, t, tbl_find_family(t, "d")), 1,
+	is_int(tscan_table_has_cells(db, t, tsch_find_family(t, "d")), 1,
 	       "a family with one cell in a late row is found");
-	is_int(tbl_row_has_cells(db, t, tbl_find_family(t, "d"), slice_str("r150")), 1,
-	       "tbl_row_has_cells finds it in its row");
-	is_int(tbl_row_has_cells(db, t, tbl_find_family(t, "d"), slice_str("r149")), 0,
+	is_int(tscan_row_has_cells(db, t, tsch_find_family(t, "d"), slice_str("r150")), 1,
+	       "tscan_row_has_cells finds it in its row");
+	is_int(tscan_row_has_cells(db, t, tsch_find_family(t, "d"), slice_str("r149")), 0,
 	       "and not in the row before");
-	is_int(tbl_row_has_cells(db, t, tbl_find_family(t, "a"), slice_str("r15")), 0,
+	is_int(tscan_row_has_cells(db, t, tsch_find_family(t, "a"), slice_str("r15")), 0,
 	       "a row key that is a prefix of stored rows has no cells");
-	tbl_unlock_schema(db);
+	tsch_unlock(db);
 
 	must(tbl_drop_family(db, "hc", "d", 1), "drop d");
-	must(tbl_lock_table(db, "hc", &t), "lock");
-	is_int(tbl_row_has_cells(db, t, NULL, slice_str("r150")), 1,
+	must(tsch_lock_table(db, "hc", &t), "lock");
+	is_int(tscan_row_has_cells(db, t, NULL, slice_str("r150")), 1,
 	       "after dropping d, the row still has a's cells");
-	tbl_unlock_schema(db);
+	tsch_unlock(db);
 	{
 		const char *d[] = { "d" };
 		struct tbl_read r = read_init();

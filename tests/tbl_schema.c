@@ -10,7 +10,7 @@
  * drop that costs one small batch whatever the table's size, the
  * garbage-collection compaction filter (max_versions, ttl, dropped families,
  * dropped tables, a version hidden by a newer delete not counted), the
- * row-key and qualifier limits, and tbl_now strictly increasing across
+ * row-key and qualifier limits, and tsch_now strictly increasing across
  * threads.
  *
  * GC checks are white-box: after a compaction the kv keys are read straight
@@ -185,13 +185,13 @@ static int tree_exists(struct tbl_db *db, const char *name)
 /* Ids and trees, read from the in-memory schema. */
 static uint32_t table_id(struct tbl_db *db, const char *table)
 {
-	struct tbl_table *t;
+	struct tsch_table *t;
 	uint32_t id;
 
-	if (tbl_lock_table(db, table, &t) < 0)
+	if (tsch_lock_table(db, table, &t) < 0)
 		return 0;
 	id = t->id;
-	tbl_unlock_schema(db);
+	tsch_unlock(db);
 	return id;
 }
 
@@ -199,13 +199,13 @@ static uint32_t table_id(struct tbl_db *db, const char *table)
 static int family_info(struct tbl_db *db, const char *table, const char *family,
 		       uint32_t *group, struct kv_tree **tree)
 {
-	struct tbl_table *t;
-	struct tbl_family *f;
+	struct tsch_table *t;
+	struct tsch_family *f;
 	int id = -1;
 
-	if (tbl_lock_table(db, table, &t) < 0)
+	if (tsch_lock_table(db, table, &t) < 0)
 		return -1;
-	f = tbl_find_family(t, family);
+	f = tsch_find_family(t, family);
 	if (f) {
 		id = f->id;
 		if (group)
@@ -213,7 +213,7 @@ static int family_info(struct tbl_db *db, const char *table, const char *family,
 		if (tree)
 			*tree = f->group->tree;
 	}
-	tbl_unlock_schema(db);
+	tsch_unlock(db);
 	return id;
 }
 
@@ -311,7 +311,7 @@ static void test_family_names_and_settings(void)
 	static const char *const bad[] = {
 		"", ".", "..", "a/b", "a b", "a#b", "a$b", "\xc3\xa9", "a:b",
 	};
-	struct tbl_table *t;
+	struct tsch_table *t;
 	int old_id = -1;
 	char *list;
 
@@ -419,11 +419,11 @@ static void test_family_names_and_settings(void)
 	free(list);
 	is_int(tbl_drop_family(db, "t", "meta", 0), -ENOENT, "dropping it again is -ENOENT");
 	is_int(tbl_alter_family(db, "t", "meta", &def), -ENOENT, "altering it is -ENOENT");
-	tbl_lock_table(db, "t", &t);
+	tsch_lock_table(db, "t", &t);
 	for (size_t i = 0; i < t->nfamilies; i++)
 		if (!strcmp(t->families[i]->name, "meta"))
 			old_id = t->families[i]->id;
-	tbl_unlock_schema(db);
+	tsch_unlock(db);
 	is_int(tbl_add_family(db, "t", "meta", &def), 0, "a dropped family's name can be added "
 	       "again");
 	ok(old_id >= 0 && family_info(db, "t", "meta", NULL, NULL) > old_id,
@@ -960,7 +960,7 @@ static void gc_policies_in(const char *group)
 	struct tbl_family_settings hour = settings(CELL_STRING, 0, 3600, group, 1);
 	struct tbl_family_settings all = settings(CELL_STRING, 0, 0, group, 1);
 	struct version *v = xcalloc(MAXRAW, sizeof(*v));
-	uint64_t now = tbl_wall(), old = now - 2 * 3600 * UINT64_C(1000000);
+	uint64_t now = tsch_wall(), old = now - 2 * 3600 * UINT64_C(1000000);
 	int fam2, famh, fama;
 	struct kv_tree *tree;
 	uint32_t id;
@@ -1164,14 +1164,14 @@ static void test_limits(void)
 	o.max_value_size = TBL_LIMIT_MAX_VALUE;
 	is_int(tbl_open(dir, &o, &db), 0, "100 MiB is accepted");
 	if (db) {
-		ok(tbl_row_lock(db, 1, "abc", 3) == tbl_row_lock(db, 1, "abc", 3),
+		ok(tsch_row_lock(db, 1, "abc", 3) == tsch_row_lock(db, 1, "abc", 3),
 		   "a row always maps to the same lock stripe");
 		for (int i = 0; i < 256; i++) {
 			char row[8];
 
 			snprintf(row, sizeof(row), "r%d", i);
-			spread |= tbl_row_lock(db, 1, row, strlen(row)) !=
-				  tbl_row_lock(db, 1, "r0", 2);
+			spread |= tsch_row_lock(db, 1, row, strlen(row)) !=
+				  tsch_row_lock(db, 1, "r0", 2);
 		}
 		ok(spread, "and different rows use different stripes");
 		tbl_close(db);
@@ -1193,7 +1193,7 @@ static void *now_thread(void *p)
 	struct now_arg *a = p;
 
 	for (long i = 0; i < a->n; i++)
-		a->ts[i] = tbl_now(a->db);
+		a->ts[i] = tsch_now(a->db);
 	return NULL;
 }
 
@@ -1212,7 +1212,7 @@ static void test_now(void)
 	struct now_arg a[NOW_THREADS];
 	pthread_t th[NOW_THREADS];
 	uint64_t *all = xmalloc(NOW_THREADS * (size_t)n * sizeof(*all));
-	uint64_t start = tbl_wall(), end;
+	uint64_t start = tsch_wall(), end;
 
 	for (int i = 0; i < NOW_THREADS; i++) {
 		a[i] = (struct now_arg){ db, n, all + (size_t)i * n };
@@ -1220,11 +1220,11 @@ static void test_now(void)
 	}
 	for (int i = 0; i < NOW_THREADS; i++)
 		pthread_join(th[i], NULL);
-	end = tbl_wall();
+	end = tsch_wall();
 	for (int i = 0; i < NOW_THREADS; i++)
 		for (long j = 1; j < n; j++)
 			bad_order += a[i].ts[j] <= a[i].ts[j - 1];
-	is_int(bad_order, 0, "tbl_now is strictly increasing in each of %d threads (%ld calls "
+	is_int(bad_order, 0, "tsch_now is strictly increasing in each of %d threads (%ld calls "
 	       "each)", NOW_THREADS, n);
 	qsort(all, NOW_THREADS * (size_t)n, sizeof(*all), cmp_u64);
 	for (size_t i = 1; i < NOW_THREADS * (size_t)n; i++)
@@ -1233,7 +1233,7 @@ static void test_now(void)
 	ok(all[0] >= start, "the timestamps are wall-clock microseconds (not before the start)");
 	ok(all[NOW_THREADS * (size_t)n - 1] <= end + (uint64_t)NOW_THREADS * n,
 	   "and run ahead of the clock by at most one microsecond per call");
-	ok(tbl_now(db) > all[NOW_THREADS * (size_t)n - 1], "a later call is later still");
+	ok(tsch_now(db) > all[NOW_THREADS * (size_t)n - 1], "a later call is later still");
 	free(all);
 	close_db(db);
 	free(dir);

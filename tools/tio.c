@@ -299,7 +299,7 @@ static int format_row(struct buf *b, const char *table, const struct tbl_row *ro
 		if (r) {
 			char rt[SHOWN_BUF], why[256];
 
-			snprintf(why, sizeof(why), "%s", kv_error_last());
+			snprintf(why, sizeof(why), "%s", err_last());
 			return KV_ERROR(r, "table %s, row \"%s\", family %s: %s", table,
 					shown(rt, sizeof(rt), row->key, row->key_len), c->family,
 					why);

@@ -153,7 +153,7 @@ int kv_batch_put_tree(struct kv_batch *b, const struct kv_tree *t, const void *k
 	if (r)
 		return r;
 	struct slice v = slice_make(val, vlen);
-	add(b, kv_tree_id(t), KT_PUT, slice_make(key, klen), &v);
+	add(b, db_tree_id(t), KT_PUT, slice_make(key, klen), &v);
 	return 0;
 }
 
@@ -166,7 +166,7 @@ int kv_batch_delete_tree(struct kv_batch *b, const struct kv_tree *t, const void
 	r = check_room(b, klen, 0);
 	if (r)
 		return r;
-	add(b, kv_tree_id(t), KT_DELETE, slice_make(key, klen), NULL);
+	add(b, db_tree_id(t), KT_DELETE, slice_make(key, klen), NULL);
 	return 0;
 }
 
@@ -188,7 +188,7 @@ int kv_batch_delete_range_tree(struct kv_batch *b, const struct kv_tree *t, cons
 	r = check_room(b, slen, elen);
 	if (r)
 		return r;
-	add(b, kv_tree_id(t), KT_RANGE_DEL, s, &e);
+	add(b, db_tree_id(t), KT_RANGE_DEL, s, &e);
 	return 0;
 }
 

@@ -24,7 +24,7 @@
 #define BATCH_TREE_FLAG 0x80
 
 /* The id of a tree (0 for NULL, the default tree); defined in db.c. */
-uint32_t kv_tree_id(const struct kv_tree *t);
+uint32_t db_tree_id(const struct kv_tree *t);
 
 struct kv_batch {
 	struct buf rep;   /* header + mutations; rep.len >= BATCH_HEADER always */

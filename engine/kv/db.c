@@ -97,7 +97,7 @@ static uint64_t parse_numbered(const char *name, const char *suffix)
 
 /* ------------------------------------------------------------ trees */
 
-uint32_t kv_tree_id(const struct kv_tree *t)
+uint32_t db_tree_id(const struct kv_tree *t)
 {
 	return t ? t->id : 0;
 }
@@ -216,7 +216,7 @@ static int replay_log(struct kv_db *db, uint64_t number, uint64_t *max_seq)
 	while ((r = wal_read(rd, &rec)) > 0) {
 		if ((r = batch_check(rec, &count)) < 0) {
 			r = KV_CORRUPT("%s: damaged batch in the record before offset %llu: %s", path,
-				       (unsigned long long)wal_reader_offset(rd), kv_error_last());
+				       (unsigned long long)wal_reader_offset(rd), err_last());
 			goto out;
 		}
 		uint64_t first = dec_fixed64(rec.data);
@@ -411,7 +411,7 @@ fail:
 	{
 		/* keep the message of the failure, not of the cleanup */
 		char msg[1024];
-		snprintf(msg, sizeof(msg), "%s", kv_error_last());
+		snprintf(msg, sizeof(msg), "%s", err_last());
 		kv_close(db);
 		KV_ERROR(r, "%s", msg);
 	}

@@ -532,7 +532,7 @@ static void posix_destroy(struct kv_env *env)
 	(void)env;  /* the POSIX environment is static */
 }
 
-static const struct kv_env_ops posix_ops = {
+static const struct env_ops posix_ops = {
 	.open_read = posix_open_read,
 	.open_append = posix_open_append,
 	.open_log = posix_open_log,

@@ -20,7 +20,7 @@
 struct kv_env;
 struct env_file;   /* an open file: readable at any offset, or appendable */
 
-struct kv_env_ops {
+struct env_ops {
 	/* Open an existing file for positional reads. */
 	int (*open_read)(struct kv_env *env, const char *path, struct env_file **f);
 	/* Create (or truncate) a file for appending. */
@@ -65,7 +65,7 @@ struct kv_env_ops {
 };
 
 struct kv_env {
-	const struct kv_env_ops *ops;
+	const struct env_ops *ops;
 };
 
 /* The process-wide POSIX environment; never freed. */

@@ -494,7 +494,7 @@ static void f_destroy(struct kv_env *e)
 	env_fault_free(e);
 }
 
-static const struct kv_env_ops fault_ops = {
+static const struct env_ops fault_ops = {
 	.open_read = f_open_read,
 	.open_append = f_open_append,
 	.open_log = f_open_log,

@@ -581,9 +581,9 @@ static int annotate(const struct sst *t, const char *what, uint64_t off, int err
 {
 	char msg[768];
 
-	snprintf(msg, sizeof(msg), "%s", kv_error_last());
-	kv_error_set(0, __FILE__, __LINE__, "%s: %s block at offset %llu: %s", t->name, what,
-		     (unsigned long long)off, msg);
+	snprintf(msg, sizeof(msg), "%s", err_last());
+	err_set(0, __FILE__, __LINE__, "%s: %s block at offset %llu: %s", t->name, what,
+		(unsigned long long)off, msg);
 	return err;
 }
 
@@ -1410,7 +1410,7 @@ static void problem(struct verifier *v, uint64_t off)
 {
 	v->problems++;
 	if (v->report)
-		v->report(v->arg, off, kv_error_last());
+		v->report(v->arg, off, err_last());
 }
 
 /*

@@ -211,7 +211,7 @@ const char *dec_lenprefixed(const char *p, const char *limit, struct slice *out)
 
 static _Thread_local char last_error[1024];
 
-int kv_error_set(int err, const char *srcfile, int srcline, const char *fmt, ...)
+int err_set(int err, const char *srcfile, int srcline, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
@@ -228,7 +228,7 @@ int kv_error_set(int err, const char *srcfile, int srcline, const char *fmt, ...
 	return err;
 }
 
-const char *kv_error_last(void)
+const char *err_last(void)
 {
 	return last_error;
 }

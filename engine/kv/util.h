@@ -175,17 +175,17 @@ static inline const char *dec_varint32(const char *p, const char *limit, uint32_
 const char *dec_lenprefixed(const char *p, const char *limit, struct slice *out);
 
 /*
- * Errors.  kv_error_set() records a sentence for kv_strerror() (per thread)
+ * Errors.  err_set() records a sentence for kv_strerror() (per thread)
  * and returns err.  KV_CORRUPT() builds a corruption error that says which
  * source line detected it, as in
  *     return KV_CORRUPT("%s: bad block checksum at offset %llu", name, off);
  */
-int kv_error_set(int err, const char *srcfile, int srcline, const char *fmt, ...)
+int err_set(int err, const char *srcfile, int srcline, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
-#define KV_ERROR(err, ...) kv_error_set((err), __FILE__, __LINE__, __VA_ARGS__)
-#define KV_CORRUPT(...) kv_error_set(-EUCLEAN, __FILE__, __LINE__, __VA_ARGS__)
+#define KV_ERROR(err, ...) err_set((err), __FILE__, __LINE__, __VA_ARGS__)
+#define KV_CORRUPT(...) err_set(-EUCLEAN, __FILE__, __LINE__, __VA_ARGS__)
 /* The last message recorded on this thread ("" if none). */
-const char *kv_error_last(void);
+const char *err_last(void);
 
 /* Microseconds of CLOCK_MONOTONIC and of the wall clock. */
 uint64_t now_micros(void);

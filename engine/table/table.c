@@ -213,15 +213,15 @@ void tbl_family_settings_init(struct tbl_family_settings *s)
 	s->type = CELL_STRING;
 	s->max_versions = 0;
 	s->ttl = 0;
-	snprintf(s->locality_group, sizeof(s->locality_group), "%s", TBL_DEFAULT_GROUP);
+	snprintf(s->locality_group, sizeof(s->locality_group), "%s", TSCH_DEFAULT_GROUP);
 	s->compression = 1;
 }
 
 /* ------------------------------------------------------------ in-memory schema */
 
-static struct tbl_group *group_new(uint32_t id, const char *name, struct kv_tree *tree)
+static struct tsch_group *group_new(uint32_t id, const char *name, struct kv_tree *tree)
 {
-	struct tbl_group *g = xcalloc(1, sizeof(*g));
+	struct tsch_group *g = xcalloc(1, sizeof(*g));
 
 	g->id = id;
 	g->name = xstrdup(name);
@@ -229,7 +229,7 @@ static struct tbl_group *group_new(uint32_t id, const char *name, struct kv_tree
 	return g;
 }
 
-static void group_free(struct tbl_group *g)
+static void group_free(struct tsch_group *g)
 {
 	if (!g)
 		return;
@@ -237,19 +237,19 @@ static void group_free(struct tbl_group *g)
 	free(g);
 }
 
-static struct tbl_table *table_new(uint32_t id, const char *name)
+static struct tsch_table *table_new(uint32_t id, const char *name)
 {
-	struct tbl_table *t = xcalloc(1, sizeof(*t));
+	struct tsch_table *t = xcalloc(1, sizeof(*t));
 
 	t->id = id;
 	t->name = xstrdup(name);
 	t->groups = xmalloc(sizeof(*t->groups));
-	t->groups[0] = group_new(0, TBL_DEFAULT_GROUP, NULL);
+	t->groups[0] = group_new(0, TSCH_DEFAULT_GROUP, NULL);
 	t->ngroups = 1;
 	return t;
 }
 
-static void table_free(struct tbl_table *t)
+static void table_free(struct tsch_table *t)
 {
 	if (!t)
 		return;
@@ -296,7 +296,7 @@ static size_t table_index(struct tbl_db *db, const char *name, int *found)
 	return lo;
 }
 
-static void table_insert(struct tbl_db *db, struct tbl_table *t)
+static void table_insert(struct tbl_db *db, struct tsch_table *t)
 {
 	int found;
 	size_t i = table_index(db, t->name, &found);
@@ -308,7 +308,7 @@ static void table_insert(struct tbl_db *db, struct tbl_table *t)
 	db->ntables++;
 }
 
-static void table_remove(struct tbl_db *db, struct tbl_table *t)
+static void table_remove(struct tbl_db *db, struct tsch_table *t)
 {
 	int found;
 	size_t i = table_index(db, t->name, &found);
@@ -318,7 +318,7 @@ static void table_remove(struct tbl_db *db, struct tbl_table *t)
 	db->ntables--;
 }
 
-struct tbl_table *tbl_find_table(struct tbl_db *db, const char *name)
+struct tsch_table *tsch_find_table(struct tbl_db *db, const char *name)
 {
 	int found;
 	size_t i = table_index(db, name, &found);
@@ -326,7 +326,7 @@ struct tbl_table *tbl_find_table(struct tbl_db *db, const char *name)
 	return found ? db->tables[i] : NULL;
 }
 
-struct tbl_table *tbl_table_by_id(struct tbl_db *db, uint32_t id)
+struct tsch_table *tsch_table_by_id(struct tbl_db *db, uint32_t id)
 {
 	for (size_t i = 0; i < db->ntables; i++)
 		if (db->tables[i]->id == id)
@@ -334,7 +334,7 @@ struct tbl_table *tbl_table_by_id(struct tbl_db *db, uint32_t id)
 	return NULL;
 }
 
-struct tbl_family *tbl_find_family(struct tbl_table *t, const char *name)
+struct tsch_family *tsch_find_family(struct tsch_table *t, const char *name)
 {
 	for (size_t i = 0; i < t->nfamilies; i++)
 		if (!t->families[i]->dropped && !strcmp(t->families[i]->name, name))
@@ -343,7 +343,7 @@ struct tbl_family *tbl_find_family(struct tbl_table *t, const char *name)
 }
 
 /* t->families is kept in id order (ids are handed out increasing). */
-struct tbl_family *tbl_family_by_id(struct tbl_table *t, uint16_t id)
+struct tsch_family *tsch_family_by_id(struct tsch_table *t, uint16_t id)
 {
 	size_t lo = 0, hi = t->nfamilies;
 
@@ -362,7 +362,7 @@ struct tbl_family *tbl_family_by_id(struct tbl_table *t, uint16_t id)
 	return NULL;
 }
 
-static struct tbl_group *group_find(struct tbl_table *t, const char *name)
+static struct tsch_group *group_find(struct tsch_table *t, const char *name)
 {
 	for (size_t i = 0; i < t->ngroups; i++)
 		if (!strcmp(t->groups[i]->name, name))
@@ -370,13 +370,13 @@ static struct tbl_group *group_find(struct tbl_table *t, const char *name)
 	return NULL;
 }
 
-static void group_attach(struct tbl_table *t, struct tbl_group *g)
+static void group_attach(struct tsch_table *t, struct tsch_group *g)
 {
 	t->groups = xrealloc(t->groups, (t->ngroups + 1) * sizeof(*t->groups));
 	t->groups[t->ngroups++] = g;
 }
 
-static void family_attach(struct tbl_table *t, struct tbl_family *f)
+static void family_attach(struct tsch_table *t, struct tsch_family *f)
 {
 	assert(t->nfamilies == 0 || t->families[t->nfamilies - 1]->id < f->id);
 	t->families = xrealloc(t->families, (t->nfamilies + 1) * sizeof(*t->families));
@@ -384,12 +384,12 @@ static void family_attach(struct tbl_table *t, struct tbl_family *f)
 }
 
 /* The compression level of group g's tree: the highest of its live families. */
-static int group_compression(const struct tbl_table *t, const struct tbl_group *g)
+static int group_compression(const struct tsch_table *t, const struct tsch_group *g)
 {
 	int level = 0;
 
 	for (size_t i = 0; i < t->nfamilies; i++) {
-		const struct tbl_family *f = t->families[i];
+		const struct tsch_family *f = t->families[i];
 
 		if (f->group == g && !f->dropped && f->s.compression > level)
 			level = f->s.compression;
@@ -418,7 +418,7 @@ static int group_tree_open(struct tbl_db *db, uint32_t id, int compression, stru
 }
 
 /* Re-open g's tree if its compression level is no longer before. */
-static int group_refresh(struct tbl_db *db, struct tbl_table *t, struct tbl_group *g, int before)
+static int group_refresh(struct tbl_db *db, struct tsch_table *t, struct tsch_group *g, int before)
 {
 	struct kv_tree *tree;
 	int level, r;
@@ -478,7 +478,7 @@ static void key_family_record(struct buf *b, uint32_t table, const char *name, u
 	}
 }
 
-static void val_family_record(struct buf *b, const struct tbl_family *f)
+static void val_family_record(struct buf *b, const struct tsch_family *f)
 {
 	char id[2] = { (char)f->id, (char)(f->id >> 8) };
 	char type = (char)f->s.type, compression = (char)f->s.compression;
@@ -513,7 +513,7 @@ static void batch_counters(struct kv_batch *batch, uint32_t next_table, uint32_t
 	buf_free(&v);
 }
 
-static void batch_family(struct kv_batch *batch, uint32_t table, const struct tbl_family *f)
+static void batch_family(struct kv_batch *batch, uint32_t table, const struct tsch_family *f)
 {
 	struct buf k = BUF_INIT, v = BUF_INIT;
 
@@ -524,7 +524,7 @@ static void batch_family(struct kv_batch *batch, uint32_t table, const struct tb
 	buf_free(&v);
 }
 
-static void batch_group(struct kv_batch *batch, uint32_t table, const struct tbl_group *g)
+static void batch_group(struct kv_batch *batch, uint32_t table, const struct tsch_group *g)
 {
 	struct buf k = BUF_INIT, v = BUF_INIT;
 
@@ -554,7 +554,7 @@ static int schema_write(struct tbl_db *db, struct kv_batch *batch, const char *w
  */
 struct load {
 	struct tbl_db *db;
-	struct tbl_table **by_id;     /* sorted by id once the 'T' records are in */
+	struct tsch_table **by_id;     /* sorted by id once the 'T' records are in */
 	uint32_t *group_ids;
 	size_t ngroup_ids;
 };
@@ -628,7 +628,7 @@ out:
 
 static int cmp_table_id(const void *a, const void *b)
 {
-	uint32_t x = (*(struct tbl_table *const *)a)->id, y = (*(struct tbl_table *const *)b)->id;
+	uint32_t x = (*(struct tsch_table *const *)a)->id, y = (*(struct tsch_table *const *)b)->id;
 
 	return x < y ? -1 : x > y;
 }
@@ -653,7 +653,7 @@ static int index_tables(struct load *ld)
 
 /* The table a 'G' or 'F' record key belongs to, and the rest of the key. */
 static int record_table(struct load *ld, struct slice key, const char *what,
-			struct tbl_table **t, struct slice *rest)
+			struct tsch_table **t, struct slice *rest)
 {
 	size_t lo = 0, hi = ld->db->ntables;
 	uint32_t id;
@@ -683,7 +683,7 @@ static int record_table(struct load *ld, struct slice key, const char *what,
 
 static int load_group(struct load *ld, struct slice key, struct slice val)
 {
-	struct tbl_table *t;
+	struct tsch_table *t;
 	struct slice rest;
 	char *name;
 	uint32_t id;
@@ -694,7 +694,7 @@ static int load_group(struct load *ld, struct slice key, struct slice val)
 		return r;
 	name = xmemdup(rest.data, rest.len);
 	if (strlen(name) != rest.len || !family_name_ok(name) || val.len != 4 ||
-	    !strcmp(name, TBL_DEFAULT_GROUP)) {
+	    !strcmp(name, TSCH_DEFAULT_GROUP)) {
 		r = KV_CORRUPT("schema: table %s: a locality group record is malformed", t->name);
 		goto out;
 	}
@@ -733,7 +733,7 @@ static int check_group_ids(struct load *ld)
 }
 
 /* Decode a family record's value into f (name and group not set). */
-static int decode_family(struct slice val, struct tbl_family *f, struct slice *group)
+static int decode_family(struct slice val, struct tsch_family *f, struct slice *group)
 {
 	const char *p = val.data, *end = val.data + val.len;
 	uint64_t ttl;
@@ -767,8 +767,8 @@ static int decode_family(struct slice val, struct tbl_family *f, struct slice *g
  */
 static int load_family(struct load *ld, struct slice key, struct slice val)
 {
-	struct tbl_family *f = xcalloc(1, sizeof(*f));
-	struct tbl_table *t;
+	struct tsch_family *f = xcalloc(1, sizeof(*f));
+	struct tsch_table *t;
 	struct slice rest, group;
 	size_t namelen, i;
 	int r;
@@ -793,12 +793,12 @@ static int load_family(struct load *ld, struct slice key, struct slice val)
 			       t->name, f->name);
 		goto fail;
 	}
-	if (f->id == UINT16_MAX || tbl_family_by_id(t, f->id)) {
+	if (f->id == UINT16_MAX || tsch_family_by_id(t, f->id)) {
 		r = KV_CORRUPT("schema: table %s: family %s has id %u, which is reserved or "
 			       "taken", t->name, f->name, f->id);
 		goto fail;
 	}
-	if (!f->dropped && tbl_find_family(t, f->name)) {
+	if (!f->dropped && tsch_find_family(t, f->name)) {
 		r = KV_CORRUPT("schema: table %s: family %s is recorded twice", t->name, f->name);
 		goto fail;
 	}
@@ -850,10 +850,10 @@ static int schema_load(struct tbl_db *db)
 static int open_group_trees(struct tbl_db *db)
 {
 	for (size_t i = 0; i < db->ntables; i++) {
-		struct tbl_table *t = db->tables[i];
+		struct tsch_table *t = db->tables[i];
 
 		for (size_t j = 1; j < t->ngroups; j++) {
-			struct tbl_group *g = t->groups[j];
+			struct tsch_group *g = t->groups[j];
 			int r = group_tree_open(db, g->id, group_compression(t, g), &g->tree);
 
 			if (r < 0)
@@ -911,7 +911,7 @@ static int drop_orphan_trees(struct tbl_db *db)
  * The garbage-collection compaction filter.  The kv engine calls it with the
  * keys of one compaction in key order, so the versions of one column (one
  * kv key without its 8 timestamp bytes) arrive together, newest first.  For
- * each it decides with tbl_gc_keeps, the rule reads use: a version of a
+ * each it decides with tsch_gc_keeps, the rule reads use: a version of a
  * dropped family, of a table that no longer exists, or older than the ttl
  * is garbage whatever else is true; a version beyond max_versions is garbage
  * when max_versions newer versions of its column are visible.
@@ -951,7 +951,7 @@ struct gc_state {
 	int beyond;                   /* its remaining versions are past max_versions */
 	struct buf scratch, scratch2;
 	/* the table of the last key, valid while generation is unchanged */
-	struct tbl_table *table;
+	struct tsch_table *table;
 	uint32_t table_id;
 	uint64_t generation;
 	/* the state of the tree now, for the max_versions check */
@@ -995,28 +995,28 @@ enum gc_verdict { GC_KEEP, GC_DROP, GC_POLICY };
  * GC_DROP if the table no longer exists; GC_KEEP if the schema is busy or
  * the family is unknown (nothing is dropped on doubt).
  */
-static enum gc_verdict gc_policy(struct gc_state *st, const struct tkey *k, struct tbl_family *f,
+static enum gc_verdict gc_policy(struct gc_state *st, const struct tkey *k, struct tsch_family *f,
 				 struct kv_tree **tree)
 {
 	struct tbl_db *db = st->ctx->db;
-	struct tbl_family *live;
+	struct tsch_family *live;
 	enum gc_verdict v = GC_POLICY;
 
 	if (pthread_rwlock_tryrdlock(&db->schema_lock) != 0)
 		return GC_KEEP;
 	if (!st->table || st->table_id != k->table || st->generation != st->ctx->generation) {
-		st->table = tbl_table_by_id(db, k->table);
+		st->table = tsch_table_by_id(db, k->table);
 		st->table_id = k->table;
 		st->generation = st->ctx->generation;
 	}
 	if (!st->table) {
 		v = GC_DROP;
-	} else if (!(live = tbl_family_by_id(st->table, k->family))) {
+	} else if (!(live = tsch_family_by_id(st->table, k->family))) {
 		v = GC_KEEP;
 	} else {
 		*f = *live;
 		f->name = NULL;
-		*tree = tbl_group_tree(live->group);
+		*tree = tsch_group_tree(live->group);
 	}
 	pthread_rwlock_unlock(&db->schema_lock);
 	return v;
@@ -1069,7 +1069,7 @@ static int gc_filter(void *state, const void *key, size_t klen, const void *val,
 {
 	struct gc_state *st = state;
 	struct slice kk = slice_make(key, klen), column;
-	struct tbl_family f;
+	struct tsch_family f;
 	struct kv_tree *tree = NULL;
 	struct tkey k;
 	uint64_t now;
@@ -1096,12 +1096,12 @@ static int gc_filter(void *state, const void *key, size_t klen, const void *val,
 	case GC_POLICY:
 		break;
 	}
-	now = tbl_wall();
+	now = tsch_wall();
 	/* dropped family, or older than the ttl (then so is every older version) */
-	if (!tbl_gc_keeps(&f, k.ts, 0, now))
+	if (!tsch_gc_keeps(&f, k.ts, 0, now))
 		return 1;
-	if (tbl_gc_keeps(&f, k.ts, (uint32_t)(st->nkept < UINT32_MAX ? st->nkept : UINT32_MAX),
-			 now)) {
+	if (tsch_gc_keeps(&f, k.ts, (uint32_t)(st->nkept < UINT32_MAX ? st->nkept : UINT32_MAX),
+			  now)) {
 		gc_keep_version(st, k.ts);
 		return 0;
 	}
@@ -1119,7 +1119,7 @@ static void db_free(struct tbl_db *db)
 {
 	schema_free(db);
 	pthread_rwlock_destroy(&db->schema_lock);
-	for (int i = 0; i < TBL_ROW_LOCKS; i++)
+	for (int i = 0; i < TSCH_ROW_LOCKS; i++)
 		pthread_mutex_destroy(&db->row_locks[i]);
 	free(db->gc.arg);
 	free(db);
@@ -1138,7 +1138,7 @@ int tbl_open(const char *dir, const struct tbl_options *o, struct tbl_db **out)
 	db = xcalloc(1, sizeof(*db));
 	db->opt = *o;
 	pthread_rwlock_init(&db->schema_lock, NULL);
-	for (int i = 0; i < TBL_ROW_LOCKS; i++)
+	for (int i = 0; i < TSCH_ROW_LOCKS; i++)
 		pthread_mutex_init(&db->row_locks[i], NULL);
 	ctx = xcalloc(1, sizeof(*ctx));
 	ctx->db = db;
@@ -1198,10 +1198,10 @@ struct kv_db *tbl_kv(struct tbl_db *db)
 
 /* ------------------------------------------------------------ tables */
 
-int tbl_lock_table(struct tbl_db *db, const char *name, struct tbl_table **t)
+int tsch_lock_table(struct tbl_db *db, const char *name, struct tsch_table **t)
 {
 	pthread_rwlock_rdlock(&db->schema_lock);
-	*t = tbl_find_table(db, name);
+	*t = tsch_find_table(db, name);
 	if (!*t) {
 		pthread_rwlock_unlock(&db->schema_lock);
 		return KV_ERROR(-ENOENT, "table %.600s: no such table", name);
@@ -1209,7 +1209,7 @@ int tbl_lock_table(struct tbl_db *db, const char *name, struct tbl_table **t)
 	return 0;
 }
 
-void tbl_unlock_schema(struct tbl_db *db)
+void tsch_unlock(struct tbl_db *db)
 {
 	pthread_rwlock_unlock(&db->schema_lock);
 }
@@ -1225,7 +1225,7 @@ int tbl_create_table(struct tbl_db *db, const char *table)
 	if (r < 0)
 		return r;
 	pthread_rwlock_wrlock(&db->schema_lock);
-	if (tbl_find_table(db, table)) {
+	if (tsch_find_table(db, table)) {
 		r = KV_ERROR(-EEXIST, "table %s: exists already", table);
 		goto out;
 	}
@@ -1270,17 +1270,17 @@ int tbl_drop_table(struct tbl_db *db, const char *table, int force)
 {
 	struct kv_batch *batch;
 	struct buf k = BUF_INIT;
-	struct tbl_table *t;
+	struct tsch_table *t;
 	int r;
 
 	pthread_rwlock_wrlock(&db->schema_lock);
-	t = tbl_find_table(db, table);
+	t = tsch_find_table(db, table);
 	if (!t) {
 		r = KV_ERROR(-ENOENT, "table %.600s: no such table", table);
 		goto out;
 	}
 	if (!force) {
-		r = tbl_table_has_cells(db, t, NULL);
+		r = tscan_table_has_cells(db, t, NULL);
 		if (r > 0)
 			r = KV_ERROR(-ENOTEMPTY, "table %s: holds cells; drop it with force",
 				     table);
@@ -1348,11 +1348,11 @@ int tbl_list_tables(struct tbl_db *db, char ***names, size_t *n)
 
 int tbl_table_exists(struct tbl_db *db, const char *table)
 {
-	struct tbl_table *t;
-	int r = tbl_lock_table(db, table, &t);
+	struct tsch_table *t;
+	int r = tsch_lock_table(db, table, &t);
 
 	if (r == 0)
-		tbl_unlock_schema(db);
+		tsch_unlock(db);
 	return r;
 }
 
@@ -1383,12 +1383,12 @@ int tbl_list_groups(struct tbl_db *db, const char *table, struct tbl_group_info 
 	*groups = NULL;
 	*n = 0;
 	pthread_rwlock_rdlock(&db->schema_lock);
-	if (table && !tbl_find_table(db, table)) {
+	if (table && !tsch_find_table(db, table)) {
 		r = KV_ERROR(-ENOENT, "table %.600s: no such table", table);
 		goto out;
 	}
 	for (size_t i = 0; i < db->ntables; i++) {
-		const struct tbl_table *t = db->tables[i];
+		const struct tsch_table *t = db->tables[i];
 
 		if (table && strcmp(t->name, table))
 			continue;
@@ -1438,7 +1438,7 @@ int tbl_compact(struct tbl_db *db, const char *table,
 
 	pthread_rwlock_rdlock(&db->schema_lock);
 	if (table) {
-		struct tbl_table *t = tbl_find_table(db, table);
+		struct tsch_table *t = tsch_find_table(db, table);
 
 		if (!t) {
 			pthread_rwlock_unlock(&db->schema_lock);
@@ -1455,7 +1455,7 @@ int tbl_compact(struct tbl_db *db, const char *table,
 	trees = xcalloc(n ? n : 1, sizeof(*trees));
 	pthread_rwlock_rdlock(&db->schema_lock);
 	for (size_t i = 0; i < n; i++) {
-		struct tbl_table *t = tbl_find_table(db, g[i].table);
+		struct tsch_table *t = tsch_find_table(db, g[i].table);
 
 		for (size_t j = 1; t && j < t->ngroups; j++)
 			if (!strcmp(t->groups[j]->name, g[i].group))
@@ -1464,7 +1464,7 @@ int tbl_compact(struct tbl_db *db, const char *table,
 	pthread_rwlock_unlock(&db->schema_lock);
 
 	if (step)
-		step(arg, table, TBL_DEFAULT_GROUP);
+		step(arg, table, TSCH_DEFAULT_GROUP);
 	r = kv_compact_range(db->kv, table ? lo.data : NULL, lo.len, has_hi ? hi.data : NULL,
 			     hi.len);
 	if (r < 0) {
@@ -1497,12 +1497,12 @@ out:
 
 /* Resolve table and live family under the write lock (held by the caller). */
 static int find_family_locked(struct tbl_db *db, const char *table, const char *family,
-			      struct tbl_table **t, struct tbl_family **f)
+			      struct tsch_table **t, struct tsch_family **f)
 {
-	*t = tbl_find_table(db, table);
+	*t = tsch_find_table(db, table);
 	if (!*t)
 		return KV_ERROR(-ENOENT, "table %.600s: no such table", table);
-	*f = tbl_find_family(*t, family);
+	*f = tsch_find_family(*t, family);
 	if (!*f)
 		return KV_ERROR(-ENOENT, "table %s, family %.100s: no such family", table, family);
 	return 0;
@@ -1513,8 +1513,8 @@ static int find_family_locked(struct tbl_db *db, const char *table, const char *
  * db->next_group (the caller advances the counter once the batch holding its
  * record is written) and its tree exists already, compressed at compression.
  */
-static int group_create(struct tbl_db *db, struct tbl_table *t, const char *name,
-			int compression, struct tbl_group **out)
+static int group_create(struct tbl_db *db, struct tsch_table *t, const char *name,
+			int compression, struct tsch_group **out)
 {
 	struct kv_tree *tree;
 	uint32_t id = db->next_group;
@@ -1533,7 +1533,7 @@ static int group_create(struct tbl_db *db, struct tbl_table *t, const char *name
 }
 
 /* Undo group_create after its batch failed: the tree is empty, drop it. */
-static void group_abandon(struct tbl_db *db, struct tbl_group *g)
+static void group_abandon(struct tbl_db *db, struct tsch_group *g)
 {
 	if (!g)
 		return;
@@ -1544,10 +1544,10 @@ static void group_abandon(struct tbl_db *db, struct tbl_group *g)
 int tbl_add_family(struct tbl_db *db, const char *table, const char *family,
 		   const struct tbl_family_settings *s)
 {
-	struct tbl_family *f = NULL;
-	struct tbl_group *g, *newg = NULL;
+	struct tsch_family *f = NULL;
+	struct tsch_group *g, *newg = NULL;
 	struct kv_batch *batch;
-	struct tbl_table *t;
+	struct tsch_table *t;
 	int r, before = 0;
 
 	r = check_family_name(table, family);
@@ -1556,12 +1556,12 @@ int tbl_add_family(struct tbl_db *db, const char *table, const char *family,
 	if (r < 0)
 		return r;
 	pthread_rwlock_wrlock(&db->schema_lock);
-	t = tbl_find_table(db, table);
+	t = tsch_find_table(db, table);
 	if (!t) {
 		r = KV_ERROR(-ENOENT, "table %.600s: no such table", table);
 		goto out;
 	}
-	if (tbl_find_family(t, family)) {
+	if (tsch_find_family(t, family)) {
 		r = KV_ERROR(-EEXIST, "table %s, family %s: exists already", table, family);
 		goto out;
 	}
@@ -1618,10 +1618,10 @@ int tbl_alter_family(struct tbl_db *db, const char *table, const char *family,
 		     const struct tbl_family_settings *s)
 {
 	struct tbl_family_settings old_s;
-	struct tbl_group *old_g, *g, *newg = NULL;
+	struct tsch_group *old_g, *g, *newg = NULL;
 	struct kv_batch *batch;
-	struct tbl_table *t;
-	struct tbl_family *f;
+	struct tsch_table *t;
+	struct tsch_family *f;
 	int r, before_old = 0, before_new = 0;
 
 	r = check_family_name(table, family);
@@ -1638,7 +1638,7 @@ int tbl_alter_family(struct tbl_db *db, const char *table, const char *family,
 	g = old_g;
 	if (strcmp(s->locality_group, old_g->name)) {
 		/* a family's cells are keyed in its group's tree: move only an empty one */
-		r = tbl_table_has_cells(db, t, f);
+		r = tscan_table_has_cells(db, t, f);
 		if (r > 0)
 			r = KV_ERROR(-ENOTEMPTY, "table %s, family %s: holds cells, so it cannot "
 				     "move to locality group %s", table, family,
@@ -1690,8 +1690,8 @@ int tbl_drop_family(struct tbl_db *db, const char *table, const char *family, in
 {
 	struct kv_batch *batch;
 	struct buf k = BUF_INIT;
-	struct tbl_table *t;
-	struct tbl_family *f;
+	struct tsch_table *t;
+	struct tsch_family *f;
 	int r, before;
 
 	pthread_rwlock_wrlock(&db->schema_lock);
@@ -1699,7 +1699,7 @@ int tbl_drop_family(struct tbl_db *db, const char *table, const char *family, in
 	if (r < 0)
 		goto out;
 	if (!force) {
-		r = tbl_table_has_cells(db, t, f);
+		r = tscan_table_has_cells(db, t, f);
 		if (r > 0)
 			r = KV_ERROR(-ENOTEMPTY, "table %s, family %s: holds cells; drop it with "
 				     "force", table, family);
@@ -1730,25 +1730,25 @@ out:
 int tbl_get_family(struct tbl_db *db, const char *table, const char *family,
 		   struct tbl_family_settings *s)
 {
-	struct tbl_table *t;
-	struct tbl_family *f;
-	int r = tbl_lock_table(db, table, &t);
+	struct tsch_table *t;
+	struct tsch_family *f;
+	int r = tsch_lock_table(db, table, &t);
 
 	if (r < 0)
 		return r;
-	f = tbl_find_family(t, family);
+	f = tsch_find_family(t, family);
 	if (f)
 		*s = f->s;
 	else
 		r = KV_ERROR(-ENOENT, "table %s, family %.100s: no such family", table, family);
-	tbl_unlock_schema(db);
+	tsch_unlock(db);
 	return r;
 }
 
 int tbl_list_families(struct tbl_db *db, const char *table, char ***names, size_t *n)
 {
-	struct tbl_table *t;
-	int r = tbl_lock_table(db, table, &t);
+	struct tsch_table *t;
+	int r = tsch_lock_table(db, table, &t);
 
 	if (r < 0)
 		return r;
@@ -1757,14 +1757,14 @@ int tbl_list_families(struct tbl_db *db, const char *table, char ***names, size_
 	for (size_t i = 0; i < t->nfamilies; i++)
 		if (!t->families[i]->dropped)
 			(*names)[(*n)++] = xstrdup(t->families[i]->name);
-	tbl_unlock_schema(db);
+	tsch_unlock(db);
 	qsort(*names, *n, sizeof(**names), cmp_names);
 	return 0;
 }
 
 /* ------------------------------------------------------------ time and rows */
 
-uint64_t tbl_wall(void)
+uint64_t tsch_wall(void)
 {
 	return wall_micros();
 }
@@ -1774,7 +1774,7 @@ uint64_t tbl_wall(void)
  * has not moved past it (same microsecond, or stepped back): so every call,
  * from any thread, gets a distinct timestamp greater than every earlier one.
  */
-uint64_t tbl_now(struct tbl_db *db)
+uint64_t tsch_now(struct tbl_db *db)
 {
 	uint64_t last = __atomic_load_n(&db->last_ts, __ATOMIC_ACQUIRE), next;
 
@@ -1787,7 +1787,7 @@ uint64_t tbl_now(struct tbl_db *db)
 	return next;
 }
 
-pthread_mutex_t *tbl_row_lock(struct tbl_db *db, uint32_t table, const void *row, size_t len)
+pthread_mutex_t *tsch_row_lock(struct tbl_db *db, uint32_t table, const void *row, size_t len)
 {
-	return &db->row_locks[hash64(row, len, table) % TBL_ROW_LOCKS];
+	return &db->row_locks[hash64(row, len, table) % TSCH_ROW_LOCKS];
 }

@@ -9,6 +9,10 @@
  *   tmutate.c  row mutations, increment, append, check-and-mutate
  *   tscan.c    row reads and scans, with the read-time GC rules
  *
+ * Names: tbl_ is for what table.h declares; the private helpers carry their
+ * file's prefix (tsch_ for table.c's schema, clock and locks, tmut_ for
+ * tmutate.c, tscan_ for tscan.c).
+ *
  * Schema records live in the kv default tree under table id 0 (every key
  * begins with four zero bytes, which no table's cells do; table ids start at
  * 1).  After those four bytes:
@@ -34,30 +38,30 @@
 #include "tkey.h"
 #include "util.h"
 
-#define TBL_ROW_LOCKS 64
-#define TBL_DEFAULT_GROUP "default"
+#define TSCH_ROW_LOCKS 64
+#define TSCH_DEFAULT_GROUP "default"
 
-struct tbl_family {
+struct tsch_family {
 	uint16_t id;                  /* unique in its table, never reused */
 	char *name;
 	struct tbl_family_settings s;
-	struct tbl_group *group;
+	struct tsch_group *group;
 	int dropped;                  /* cells invisible; compaction removes them */
 };
 
-struct tbl_group {
+struct tsch_group {
 	uint32_t id;                  /* 0: the default group (the kv default tree) */
 	char *name;
 	struct kv_tree *tree;
 };
 
-struct tbl_table {
+struct tsch_table {
 	uint32_t id;
 	char *name;
-	struct tbl_family **families; /* dropped ones too (their ids stay taken) */
+	struct tsch_family **families; /* dropped ones too (their ids stay taken) */
 	size_t nfamilies;
 	uint16_t next_family;
-	struct tbl_group **groups;    /* groups[0] is "default" */
+	struct tsch_group **groups;    /* groups[0] is "default" */
 	size_t ngroups;
 };
 
@@ -65,42 +69,42 @@ struct tbl_db {
 	struct kv_db *kv;
 	struct tbl_options opt;
 	pthread_rwlock_t schema_lock;
-	struct tbl_table **tables;    /* sorted by name */
+	struct tsch_table **tables;    /* sorted by name */
 	size_t ntables;
 	uint32_t next_table, next_group;
-	pthread_mutex_t row_locks[TBL_ROW_LOCKS];
+	pthread_mutex_t row_locks[TSCH_ROW_LOCKS];
 	uint64_t last_ts;             /* atomic: the last server timestamp given out */
 	struct kv_compaction_filter gc;
 };
 
 /* ---- table.c: schema lookups.  REQUIRE db->schema_lock held (read or write). */
-struct tbl_table *tbl_find_table(struct tbl_db *db, const char *name);
-struct tbl_table *tbl_table_by_id(struct tbl_db *db, uint32_t id);
+struct tsch_table *tsch_find_table(struct tbl_db *db, const char *name);
+struct tsch_table *tsch_table_by_id(struct tbl_db *db, uint32_t id);
 /* Live (not dropped) family by name, or NULL. */
-struct tbl_family *tbl_find_family(struct tbl_table *t, const char *name);
+struct tsch_family *tsch_find_family(struct tsch_table *t, const char *name);
 /* Family by id, dropped ones too (the caller checks ->dropped), or NULL. */
-struct tbl_family *tbl_family_by_id(struct tbl_table *t, uint16_t id);
+struct tsch_family *tsch_family_by_id(struct tsch_table *t, uint16_t id);
 /* The kv tree of a group (NULL = the kv default tree for group 0). */
-static inline struct kv_tree *tbl_group_tree(const struct tbl_group *g)
+static inline struct kv_tree *tsch_group_tree(const struct tsch_group *g)
 {
 	return g->tree;
 }
 
 /*
  * Resolve a table name with the schema lock taken for reading: returns the
- * table (the lock stays held until tbl_unlock_schema) or -ENOENT with a
+ * table (the lock stays held until tsch_unlock) or -ENOENT with a
  * message naming it (the lock is released then).
  */
-int tbl_lock_table(struct tbl_db *db, const char *name, struct tbl_table **t);
-void tbl_unlock_schema(struct tbl_db *db);
+int tsch_lock_table(struct tbl_db *db, const char *name, struct tsch_table **t);
+void tsch_unlock(struct tbl_db *db);
 
 /* A server timestamp: the wall clock in microseconds, strictly increasing. */
-uint64_t tbl_now(struct tbl_db *db);
+uint64_t tsch_now(struct tbl_db *db);
 /* The wall clock in microseconds, for TTL cut-offs. */
-uint64_t tbl_wall(void);
+uint64_t tsch_wall(void);
 
 /* The row's lock stripe. */
-pthread_mutex_t *tbl_row_lock(struct tbl_db *db, uint32_t table, const void *row, size_t len);
+pthread_mutex_t *tsch_row_lock(struct tbl_db *db, uint32_t table, const void *row, size_t len);
 
 /* Validate a row key / qualifier against the limits (-ENAMETOOLONG with a message). */
 int tbl_check_row(const void *row, size_t len);
@@ -111,7 +115,7 @@ int tbl_check_qualifier(const void *q, size_t len);
  * is the n-th visible version (0 = newest) of its column and now is the
  * wall clock?  Reads and the compaction filter use this one rule.
  */
-static inline int tbl_gc_keeps(const struct tbl_family *f, uint64_t ts, uint32_t n, uint64_t now)
+static inline int tsch_gc_keeps(const struct tsch_family *f, uint64_t ts, uint32_t n, uint64_t now)
 {
 	if (f->dropped)
 		return 0;
@@ -129,15 +133,15 @@ static inline int tbl_gc_keeps(const struct tbl_family *f, uint64_t ts, uint32_t
  * (NULL: now): 1 and *ts, value (decoded, its bytes copied into buf) if
  * there is one, 0 if not, < 0 on error.  REQUIRES schema lock held.
  */
-int tbl_read_newest(struct tbl_db *db, struct tbl_table *t, struct tbl_family *f,
-		    struct slice row, struct slice qualifier, const struct kv_snapshot *snap,
-		    uint64_t *ts, struct cell_value *value, struct buf *buf);
+int tmut_read_newest(struct tbl_db *db, struct tsch_table *t, struct tsch_family *f,
+		     struct slice row, struct slice qualifier, const struct kv_snapshot *snap,
+		     uint64_t *ts, struct cell_value *value, struct buf *buf);
 
 /* ---- tscan.c */
 /* 1 if the row of table t has any visible cell of family f (any family if f is NULL). */
-int tbl_row_has_cells(struct tbl_db *db, struct tbl_table *t, struct tbl_family *f,
-		      struct slice row);
+int tscan_row_has_cells(struct tbl_db *db, struct tsch_table *t, struct tsch_family *f,
+			struct slice row);
 /* 1 if the table has any visible cell of family f (f NULL: any cell at all). */
-int tbl_table_has_cells(struct tbl_db *db, struct tbl_table *t, struct tbl_family *f);
+int tscan_table_has_cells(struct tbl_db *db, struct tsch_table *t, struct tsch_family *f);
 
 #endif

@@ -3,7 +3,7 @@
  * kinds of delete, applied to one row as ONE kv batch (so atomically, across
  * locality groups too, since the trees share the log), and the
  * read-modify-write operations built on them: increment, append and
- * check-and-mutate.  Also tbl_read_newest, the one-column read they share,
+ * check-and-mutate.  Also tmut_read_newest, the one-column read they share,
  * and tbl_write_rows, the bulk loader's many rows in one batch (its locking
  * is explained above it).
  *
@@ -110,7 +110,7 @@ static int in_context(int r, const char *fmt, ...)
 /* What one call is mutating: the row of a resolved table, and scratch space. */
 struct mut {
 	struct tbl_db *db;
-	struct tbl_table *t;
+	struct tsch_table *t;
 	struct slice row;
 	char row_text[SHOW_BUF];      /* the row key as error messages show it */
 	uint64_t now;                 /* the call's server timestamp; 0 until one is needed */
@@ -118,7 +118,7 @@ struct mut {
 	struct buf key, end, val;
 };
 
-static void mut_init(struct mut *c, struct tbl_db *db, struct tbl_table *t, struct slice row)
+static void mut_init(struct mut *c, struct tbl_db *db, struct tsch_table *t, struct slice row)
 {
 	memset(c, 0, sizeof(*c));
 	c->db = db;
@@ -140,19 +140,19 @@ static void mut_free(struct mut *c)
  * on error (-ENOENT for no such table) neither is.
  */
 static int lock_row(struct tbl_db *db, const char *table, struct slice row,
-		    struct tbl_table **t, pthread_mutex_t **mu)
+		    struct tsch_table **t, pthread_mutex_t **mu)
 {
 	for (;;) {
-		int r = tbl_lock_table(db, table, t);
+		int r = tsch_lock_table(db, table, t);
 		uint32_t id;
 
 		if (r)
 			return r;
 		id = (*t)->id;
-		tbl_unlock_schema(db);
-		*mu = tbl_row_lock(db, id, row.data, row.len);
+		tsch_unlock(db);
+		*mu = tsch_row_lock(db, id, row.data, row.len);
 		pthread_mutex_lock(*mu);
-		r = tbl_lock_table(db, table, t);
+		r = tsch_lock_table(db, table, t);
 		if (r) {
 			pthread_mutex_unlock(*mu);
 			return r;
@@ -160,24 +160,24 @@ static int lock_row(struct tbl_db *db, const char *table, struct slice row,
 		if ((*t)->id == id)
 			return 0;
 		/* dropped and created again meanwhile: its rows hash elsewhere */
-		tbl_unlock_schema(db);
+		tsch_unlock(db);
 		pthread_mutex_unlock(*mu);
 	}
 }
 
 static void unlock_row(struct tbl_db *db, pthread_mutex_t *mu)
 {
-	tbl_unlock_schema(db);
+	tsch_unlock(db);
 	pthread_mutex_unlock(mu);
 }
 
 /* The live family named name, or -ENOENT (-EINVAL for NULL) with a message. */
-static int find_family(struct mut *c, const char *name, struct tbl_family **f)
+static int find_family(struct mut *c, const char *name, struct tsch_family **f)
 {
 	if (!name)
 		return KV_ERROR(-EINVAL, "table %s, row \"%s\": a mutation names no family",
 				c->t->name, c->row_text);
-	*f = tbl_find_family(c->t, name);
+	*f = tsch_find_family(c->t, name);
 	if (!*f)
 		return KV_ERROR(-ENOENT, "table %s, row \"%s\": no column family %s",
 				c->t->name, c->row_text, name);
@@ -207,7 +207,7 @@ static size_t payload_size(const struct cell_value *v)
  * the database's maximum value size, -EINVAL for an invalid value (a bad
  * type, a boolean other than 0/1, a string that is not UTF-8).
  */
-static int encode_value(struct mut *c, const struct tbl_family *f, struct slice q,
+static int encode_value(struct mut *c, const struct tsch_family *f, struct slice q,
 			const struct cell_value *v)
 {
 	char qt[SHOW_BUF];
@@ -246,9 +246,9 @@ static int batch_err(struct mut *c, int r)
 			"atomic write (%s)", c->t->name, c->row_text, why);
 }
 
-static int add_put(struct mut *c, struct kv_batch *b, struct tbl_family *f)
+static int add_put(struct mut *c, struct kv_batch *b, struct tsch_family *f)
 {
-	return batch_err(c, kv_batch_put_tree(b, tbl_group_tree(f->group), c->key.data,
+	return batch_err(c, kv_batch_put_tree(b, tsch_group_tree(f->group), c->key.data,
 					      c->key.len, c->val.data, c->val.len));
 }
 
@@ -282,7 +282,7 @@ static void end_after_prefix(struct mut *c)
 static int add_mutation(struct mut *c, struct kv_batch *b, const struct tbl_mutation *m)
 {
 	struct slice q = slice_make(m->qualifier, m->qualifier_len);
-	struct tbl_family *f = NULL;
+	struct tsch_family *f = NULL;
 	struct kv_tree *tree;
 	char qt[SHOW_BUF];
 	uint64_t ts;
@@ -296,7 +296,7 @@ static int add_mutation(struct mut *c, struct kv_batch *b, const struct tbl_muta
 		buf_clear(&c->end);
 		tkey_row_end(&c->end, c->t->id, c->row);
 		for (i = 0; i < c->t->ngroups; i++) {
-			r = add_range(c, b, tbl_group_tree(c->t->groups[i]));
+			r = add_range(c, b, tsch_group_tree(c->t->groups[i]));
 			if (r)
 				return r;
 		}
@@ -308,7 +308,7 @@ static int add_mutation(struct mut *c, struct kv_batch *b, const struct tbl_muta
 	r = find_family(c, m->family, &f);
 	if (r)
 		return r;
-	tree = tbl_group_tree(f->group);
+	tree = tsch_group_tree(f->group);
 	if (m->op == TBL_DELETE_FAMILY) {
 		if (!b)
 			return 0;
@@ -332,7 +332,7 @@ static int add_mutation(struct mut *c, struct kv_batch *b, const struct tbl_muta
 		ts = m->ts;
 		if (ts == TBL_TS_NOW) {
 			if (!c->now)
-				c->now = tbl_now(c->db);
+				c->now = tsch_now(c->db);
 			ts = c->now;
 		}
 		tkey_encode(&c->key, c->t->id, c->row, f->id, q, ts);
@@ -433,7 +433,7 @@ static int mutate_locked(struct mut *c, const struct tbl_mutation *m, size_t n,
 static int begin(struct mut *c, struct tbl_db *db, const char *table, struct slice row,
 		 unsigned flags, pthread_mutex_t **mu)
 {
-	struct tbl_table *t;
+	struct tsch_table *t;
 	int r;
 
 	if (row.len && !row.data)
@@ -482,19 +482,19 @@ int tbl_mutate_row(struct tbl_db *db, const char *table, const void *row, size_t
  * that holds one takes no other, so no cycle can form.
  */
 static void lock_stripes(struct tbl_db *db, uint32_t id, const struct tbl_row_mutations *rows,
-			 size_t n, unsigned char held[TBL_ROW_LOCKS])
+			 size_t n, unsigned char held[TSCH_ROW_LOCKS])
 {
-	memset(held, 0, TBL_ROW_LOCKS);
+	memset(held, 0, TSCH_ROW_LOCKS);
 	for (size_t i = 0; i < n; i++)
-		held[tbl_row_lock(db, id, rows[i].row, rows[i].row_len) - db->row_locks] = 1;
-	for (size_t s = 0; s < TBL_ROW_LOCKS; s++)
+		held[tsch_row_lock(db, id, rows[i].row, rows[i].row_len) - db->row_locks] = 1;
+	for (size_t s = 0; s < TSCH_ROW_LOCKS; s++)
 		if (held[s])
 			pthread_mutex_lock(&db->row_locks[s]);
 }
 
-static void unlock_stripes(struct tbl_db *db, const unsigned char held[TBL_ROW_LOCKS])
+static void unlock_stripes(struct tbl_db *db, const unsigned char held[TSCH_ROW_LOCKS])
 {
-	for (size_t s = TBL_ROW_LOCKS; s-- > 0;)
+	for (size_t s = TSCH_ROW_LOCKS; s-- > 0;)
 		if (held[s])
 			pthread_mutex_unlock(&db->row_locks[s]);
 }
@@ -510,9 +510,9 @@ static void unlock_stripes(struct tbl_db *db, const unsigned char held[TBL_ROW_L
 int tbl_write_rows(struct tbl_db *db, const char *table, const struct tbl_row_mutations *rows,
 		   size_t n, unsigned flags, size_t *bad)
 {
-	unsigned char held[TBL_ROW_LOCKS];
+	unsigned char held[TSCH_ROW_LOCKS];
 	struct kv_batch *b = NULL;
-	struct tbl_table *t;
+	struct tsch_table *t;
 	struct mut c;
 	size_t i;
 	int r;
@@ -534,17 +534,17 @@ int tbl_write_rows(struct tbl_db *db, const char *table, const struct tbl_row_mu
 	for (;;) {
 		uint32_t id;
 
-		r = tbl_lock_table(db, table, &t);
+		r = tsch_lock_table(db, table, &t);
 		if (r)
 			return r;
 		id = t->id;
-		tbl_unlock_schema(db);
+		tsch_unlock(db);
 		lock_stripes(db, id, rows, n, held);
-		r = tbl_lock_table(db, table, &t);
+		r = tsch_lock_table(db, table, &t);
 		if (r == 0 && t->id == id)
 			break;
 		if (r == 0)
-			tbl_unlock_schema(db);
+			tsch_unlock(db);
 		unlock_stripes(db, held);
 		if (r)
 			return r;
@@ -577,7 +577,7 @@ int tbl_write_rows(struct tbl_db *db, const char *table, const struct tbl_row_mu
 out:
 	kv_batch_free(b);
 	mut_free(&c);
-	tbl_unlock_schema(db);
+	tsch_unlock(db);
 	unlock_stripes(db, held);
 	return r;
 }
@@ -603,7 +603,7 @@ int tbl_put_text(struct tbl_db *db, const char *table, const void *row, size_t r
 		 enum cell_type type, const void *text, size_t text_len, unsigned flags)
 {
 	struct slice q = slice_make(qualifier, qualifier_len);
-	struct tbl_family *f;
+	struct tsch_family *f;
 	struct tbl_mutation m;
 	pthread_mutex_t *mu;
 	char qt[SHOW_BUF], vt[SHOW_BUF];
@@ -647,15 +647,15 @@ out:
 }
 
 /*
- * tbl_gc_keeps is monotone along a column's versions: they come newest first,
+ * tsch_gc_keeps is monotone along a column's versions: they come newest first,
  * so n grows and ts shrinks, and once a version is dropped (family dropped,
  * n >= max_versions, or older than the TTL) every later one is too.  So the
  * newest visible version, if any, is the first one stored, and one seek
  * decides.
  */
-int tbl_read_newest(struct tbl_db *db, struct tbl_table *t, struct tbl_family *f,
-		    struct slice row, struct slice qualifier, const struct kv_snapshot *snap,
-		    uint64_t *ts, struct cell_value *value, struct buf *buf)
+int tmut_read_newest(struct tbl_db *db, struct tsch_table *t, struct tsch_family *f,
+		     struct slice row, struct slice qualifier, const struct kv_snapshot *snap,
+		     uint64_t *ts, struct cell_value *value, struct buf *buf)
 {
 	struct buf lower = BUF_INIT, upper = BUF_INIT, scratch = BUF_INIT;
 	struct kv_read_options ro;
@@ -672,7 +672,7 @@ int tbl_read_newest(struct tbl_db *db, struct tbl_table *t, struct tbl_family *f
 	assert(has);
 	(void)has;
 	memset(&ro, 0, sizeof(ro));
-	ro.tree = tbl_group_tree(f->group);
+	ro.tree = tsch_group_tree(f->group);
 	ro.snapshot = snap;
 	ro.lower = lower.data;
 	ro.lower_len = lower.len;
@@ -688,7 +688,7 @@ int tbl_read_newest(struct tbl_db *db, struct tbl_table *t, struct tbl_family *f
 	r = tkey_decode(slice_make(key, klen), &k, &scratch);
 	if (r)
 		goto out;
-	if (!tbl_gc_keeps(f, k.ts, 0, tbl_wall())) {
+	if (!tsch_gc_keeps(f, k.ts, 0, tsch_wall())) {
 		r = 0;
 		goto out;
 	}
@@ -719,12 +719,12 @@ out:
  * case the one right after it.  -ERANGE if there is no valid timestamp
  * after it (it is at UINT64_MAX - 1).
  */
-static int rmw_ts(struct mut *c, const struct tbl_family *f, struct slice q, int present,
+static int rmw_ts(struct mut *c, const struct tsch_family *f, struct slice q, int present,
 		  uint64_t newest_ts, uint64_t *ts)
 {
 	char qt[SHOW_BUF];
 
-	*ts = tbl_now(c->db);
+	*ts = tsch_now(c->db);
 	if (!present || newest_ts < *ts)
 		return 0;
 	if (newest_ts >= UINT64_MAX - 1)
@@ -752,7 +752,7 @@ static int write_version(struct mut *c, const char *family, struct slice q, uint
 }
 
 /* Resolve the family and check the qualifier of a read-modify-write. */
-static int rmw_column(struct mut *c, const char *family, struct slice q, struct tbl_family **f)
+static int rmw_column(struct mut *c, const char *family, struct slice q, struct tsch_family **f)
 {
 	int r = find_family(c, family, f);
 
@@ -775,7 +775,7 @@ int tbl_increment(struct tbl_db *db, const char *table, const void *row, size_t 
 	struct slice q = slice_make(qualifier, qualifier_len);
 	struct buf old = BUF_INIT;
 	struct cell_value v;
-	struct tbl_family *f;
+	struct tsch_family *f;
 	pthread_mutex_t *mu;
 	char qt[SHOW_BUF];
 	uint64_t ts = 0;
@@ -788,7 +788,7 @@ int tbl_increment(struct tbl_db *db, const char *table, const void *row, size_t 
 	r = rmw_column(&c, family, q, &f);
 	if (r)
 		goto out;
-	present = r = tbl_read_newest(db, c.t, f, c.row, q, NULL, &ts, &v, &old);
+	present = r = tmut_read_newest(db, c.t, f, c.row, q, NULL, &ts, &v, &old);
 	if (r < 0)
 		goto out;
 	if (!present) {
@@ -827,7 +827,7 @@ int tbl_append(struct tbl_db *db, const char *table, const void *row, size_t row
 	struct slice q = slice_make(qualifier, qualifier_len);
 	struct buf old = BUF_INIT, joined = BUF_INIT;
 	struct cell_value v, out;
-	struct tbl_family *f;
+	struct tsch_family *f;
 	pthread_mutex_t *mu;
 	char qt[SHOW_BUF];
 	uint64_t ts = 0;
@@ -845,7 +845,7 @@ int tbl_append(struct tbl_db *db, const char *table, const void *row, size_t row
 			     c.t->name, c.row_text, f->name, show(qt, q), len);
 		goto out;
 	}
-	present = r = tbl_read_newest(db, c.t, f, c.row, q, NULL, &ts, &v, &old);
+	present = r = tmut_read_newest(db, c.t, f, c.row, q, NULL, &ts, &v, &old);
 	if (r < 0)
 		goto out;
 	if (!present) {
@@ -899,7 +899,7 @@ int tbl_check_and_mutate(struct tbl_db *db, const char *table, const void *row, 
 	struct slice q = slice_make(qualifier, qualifier_len);
 	struct buf old = BUF_INIT, text = BUF_INIT;
 	struct cell_value v;
-	struct tbl_family *f;
+	struct tsch_family *f;
 	pthread_mutex_t *mu;
 	char qt[SHOW_BUF];
 	uint64_t ts;
@@ -920,7 +920,7 @@ int tbl_check_and_mutate(struct tbl_db *db, const char *table, const void *row, 
 		r = add_mutations(&c, NULL, otherwise, n_otherwise);
 	if (r)
 		goto out;
-	present = r = tbl_read_newest(db, c.t, f, c.row, q, NULL, &ts, &v, &old);
+	present = r = tmut_read_newest(db, c.t, f, c.row, q, NULL, &ts, &v, &old);
 	if (r < 0)
 		goto out;
 	if (!present) {

@@ -1,9 +1,9 @@
 /*
  * tscan.c -- reads of the wide-column model: one row (tbl_get_row), scans
  * over row ranges and row-key prefixes (tbl_scan_*), and the existence
- * checks the schema code makes before a drop (tbl_row_has_cells,
- * tbl_table_has_cells).  Every read applies the garbage-collection rule of
- * table_int.h (tbl_gc_keeps), so nothing that compaction would remove is
+ * checks the schema code makes before a drop (tscan_row_has_cells,
+ * tscan_table_has_cells).  Every read applies the garbage-collection rule of
+ * table_int.h (tsch_gc_keeps), so nothing that compaction would remove is
  * ever returned, compacted or not.
  *
  * The schema a read sees.  A scan copies, under the schema read lock and
@@ -80,7 +80,7 @@
 
 /* A family as a scan sees it: a copy of the schema's, taken at creation. */
 struct sfam {
-	struct tbl_family f;          /* name: the scan's own copy; group: not used after setup */
+	struct tsch_family f;          /* name: the scan's own copy; group: not used after setup */
 	uint32_t rank;                /* position by name among the table's families */
 	int wanted;                   /* read by this scan (live and asked for) */
 };
@@ -177,7 +177,7 @@ static int corrupt(struct tbl_scan *s, const char *what)
 {
 	char why[512], row[128];
 
-	snprintf(why, sizeof(why), "%s", kv_error_last());
+	snprintf(why, sizeof(why), "%s", err_last());
 	return KV_CORRUPT("table %s, row \"%s\": %s: %s", s->table,
 			  show(row, sizeof(row), s->rowkey.data, s->rowkey.len), what, why);
 }
@@ -245,10 +245,10 @@ static void buf_set_slice(struct buf *b, struct slice s)
  * live ones) and make one tree entry per locality group they use.
  * REQUIRES the schema lock (read or write).
  */
-static int setup_families(struct tbl_scan *s, struct tbl_table *t, const struct tbl_read *r,
-			  const struct tbl_family *only)
+static int setup_families(struct tbl_scan *s, struct tsch_table *t, const struct tbl_read *r,
+			  const struct tsch_family *only)
 {
-	const struct tbl_group **groups;
+	const struct tsch_group **groups;
 	struct sfam **by_name;
 	size_t i, j;
 
@@ -264,7 +264,7 @@ static int setup_families(struct tbl_scan *s, struct tbl_table *t, const struct 
 		return KV_ERROR(-EINVAL, "table %s: %zu families but no names", s->table,
 				r->nfamilies);
 	for (i = 0; i < s->nfams; i++) {
-		const struct tbl_family *orig = t->families[i];
+		const struct tsch_family *orig = t->families[i];
 
 		if (orig->dropped)
 			continue;
@@ -275,8 +275,8 @@ static int setup_families(struct tbl_scan *s, struct tbl_table *t, const struct 
 	}
 	if (!only && r->families) {
 		for (j = 0; j < r->nfamilies; j++) {
-			const struct tbl_family *f = r->families[j] ?
-				tbl_find_family(t, r->families[j]) : NULL;
+			const struct tsch_family *f = r->families[j] ?
+				tsch_find_family(t, r->families[j]) : NULL;
 
 			if (!f)
 				return KV_ERROR(-ENOENT, "table %s: no family %s", s->table,
@@ -291,7 +291,7 @@ static int setup_families(struct tbl_scan *s, struct tbl_table *t, const struct 
 	groups = xcalloc(s->nfams ? s->nfams : 1, sizeof(*groups));
 	s->trees = xcalloc(s->nfams ? s->nfams : 1, sizeof(*s->trees));
 	for (i = 0; i < s->nfams; i++) {
-		const struct tbl_group *g = t->families[i]->group;
+		const struct tsch_group *g = t->families[i]->group;
 		struct stree *tr;
 
 		if (!s->fams[i].wanted)
@@ -334,7 +334,7 @@ static int setup_families(struct tbl_scan *s, struct tbl_table *t, const struct 
 	}
 
 	for (j = 0; j < s->ntrees; j++)
-		s->trees[j].tree = tbl_group_tree(groups[j]);
+		s->trees[j].tree = tsch_group_tree(groups[j]);
 	free(groups);
 	return 0;
 }
@@ -450,8 +450,8 @@ void tbl_scan_free(struct tbl_scan *s)
  * *out is the scan, for tbl_scan_free.  REQUIRES the schema lock (read or
  * write); the scan does not need it afterwards.
  */
-static int scan_create(struct tbl_db *db, struct tbl_table *t, const struct tbl_read *r,
-		       const struct tbl_family *only, const struct slice *row,
+static int scan_create(struct tbl_db *db, struct tsch_table *t, const struct tbl_read *r,
+		       const struct tsch_family *only, const struct slice *row,
 		       struct tbl_scan **out)
 {
 	static const struct tbl_read all;
@@ -494,7 +494,7 @@ static int scan_create(struct tbl_db *db, struct tbl_table *t, const struct tbl_
 	if (err < 0)
 		goto fail;
 	setup_bounds(s, r, row);
-	s->now = tbl_wall();
+	s->now = tsch_wall();
 	if (r->snapshot) {
 		s->snap = r->snapshot;
 	} else {
@@ -594,7 +594,7 @@ static int locate(struct tbl_scan *s, struct stree *t)
 	if (tkey_row_span(k, &span) < 0) {
 		char why[512];
 
-		snprintf(why, sizeof(why), "%s", kv_error_last());
+		snprintf(why, sizeof(why), "%s", err_last());
 		return KV_CORRUPT("table %s: %s", s->table, why);
 	}
 	buf_set(&t->rowpfx, k.data, span);
@@ -756,7 +756,7 @@ static int gather(struct tbl_scan *s, struct stree *t)
 		}
 
 		/* GC: once a version is not kept, no older version of the column is */
-		if (!tbl_gc_keeps(&f->f, k.ts, n, s->now)) {
+		if (!tsch_gc_keeps(&f->f, k.ts, n, s->now)) {
 			skip_column(s, t, fam_id, k.qualifier);
 			in_col = 0;
 			continue;
@@ -912,7 +912,7 @@ static int next_row(struct tbl_scan *s, const struct tbl_row **row)
 		if (tkey_decode_row(buf_slice(&s->cur), &table, &rk, &s->scratch) < 0) {
 			char why[512];
 
-			snprintf(why, sizeof(why), "%s", kv_error_last());
+			snprintf(why, sizeof(why), "%s", err_last());
 			return KV_CORRUPT("table %s: %s", s->table, why);
 		}
 		buf_set_slice(&s->rowkey, rk);
@@ -976,15 +976,15 @@ void tbl_scan_counts(const struct tbl_scan *s, struct tbl_scan_counts *c)
 int tbl_scan_new(struct tbl_db *db, const char *table, const struct tbl_read *r,
 		 struct tbl_scan **out)
 {
-	struct tbl_table *t;
+	struct tsch_table *t;
 	int err;
 
 	*out = NULL;
-	err = tbl_lock_table(db, table, &t);
+	err = tsch_lock_table(db, table, &t);
 	if (err < 0)
 		return err;
 	err = scan_create(db, t, r, NULL, NULL, out);
-	tbl_unlock_schema(db);
+	tsch_unlock(db);
 	return err;
 }
 
@@ -1056,7 +1056,7 @@ int tbl_get_row(struct tbl_db *db, const char *table, const void *row, size_t ro
 	struct slice rk = slice_make(row, row_len);
 	const struct tbl_row *got;
 	struct tbl_read rr;
-	struct tbl_table *t;
+	struct tsch_table *t;
 	struct tbl_scan *s;
 	int err;
 
@@ -1068,11 +1068,11 @@ int tbl_get_row(struct tbl_db *db, const char *table, const void *row, size_t ro
 	if (r)
 		rr = *r;
 	rr.row_keys_only = 0;   /* a scan-only field */
-	err = tbl_lock_table(db, table, &t);
+	err = tsch_lock_table(db, table, &t);
 	if (err < 0)
 		return err;
 	err = scan_create(db, t, &rr, NULL, &rk, &s);
-	tbl_unlock_schema(db);
+	tsch_unlock(db);
 	if (err < 0)
 		return err;
 	err = tbl_scan_next(s, &got);
@@ -1102,10 +1102,10 @@ void tbl_row_free(struct tbl_row *row)
  * Both checks are row_keys_only reads stopping at the first row, so they cost
  * at most one seek per tree and row they pass over.
  *
- * tbl_row_has_cells: one row; with f, only f's group tree, starting with a
+ * tscan_row_has_cells: one row; with f, only f's group tree, starting with a
  * seek to f's prefix in the row (a few seeks at most).
  *
- * tbl_table_has_cells: without f, the first visible cell of the table in any
+ * tscan_table_has_cells: without f, the first visible cell of the table in any
  * group tree, normally found at once.  With f, f's group tree is walked row
  * by row: the family's cells are interleaved with its group's other families
  * in every row, so each row costs a seek to tkey_family_prefix(row, f) and,
@@ -1113,7 +1113,7 @@ void tbl_row_free(struct tbl_row *row)
  * the number of rows of f's group (in which f has no visible cell), not with
  * their cells.
  */
-static int has_cells(struct tbl_db *db, struct tbl_table *t, struct tbl_family *f,
+static int has_cells(struct tbl_db *db, struct tsch_table *t, struct tsch_family *f,
 		     const struct slice *row)
 {
 	struct tbl_read r;
@@ -1134,13 +1134,13 @@ static int has_cells(struct tbl_db *db, struct tbl_table *t, struct tbl_family *
 	return err;
 }
 
-int tbl_row_has_cells(struct tbl_db *db, struct tbl_table *t, struct tbl_family *f,
-		      struct slice row)
+int tscan_row_has_cells(struct tbl_db *db, struct tsch_table *t, struct tsch_family *f,
+			struct slice row)
 {
 	return has_cells(db, t, f, &row);
 }
 
-int tbl_table_has_cells(struct tbl_db *db, struct tbl_table *t, struct tbl_family *f)
+int tscan_table_has_cells(struct tbl_db *db, struct tsch_table *t, struct tsch_family *f)
 {
 	return has_cells(db, t, f, NULL);
 }
