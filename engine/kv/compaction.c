@@ -22,6 +22,7 @@
  * too is dropped when no deeper level overlaps the fragment.
  */
 #include "db.h"
+#include "filename.h"
 #include "merge.h"
 
 #include <stdio.h>
@@ -49,22 +50,7 @@ void db_pending_remove(struct kv_db *db, uint64_t number)
 
 static char *sst_path(struct kv_db *db, uint64_t number)
 {
-	return xasprintf("%s/%06llu.sst", db->dir, (unsigned long long)number);
-}
-
-static uint64_t numbered(const char *name, const char *suffix)
-{
-	size_t n = strlen(name), s = strlen(suffix);
-	uint64_t v = 0;
-
-	if (n <= s || strcmp(name + n - s, suffix))
-		return 0;
-	for (size_t i = 0; i < n - s; i++) {
-		if (name[i] < '0' || name[i] > '9')
-			return 0;
-		v = v * 10 + (uint64_t)(name[i] - '0');
-	}
-	return v;
+	return fname_sst(db->dir, number);
 }
 
 /* REQUIRES mu held.  Deletes tables no live version names, logs already flushed, old manifests. */
@@ -93,19 +79,20 @@ void db_delete_obsolete_files(struct kv_db *db)
 	for (size_t i = 0; i < n; i++) {
 		const char *name = names[i];
 		uint64_t num;
+		enum fname_kind kind = fname_parse(name, &num);
 		int keep = 1, is_sst = 0;
 
-		if ((num = numbered(name, ".log")) != 0) {
+		if (kind == FNAME_LOG) {
 			keep = num >= min_log || num == db->wal_number;
-		} else if ((num = numbered(name, ".sst")) != 0) {
+		} else if (kind == FNAME_SST) {
 			is_sst = 1;
 			keep = 0;
 			for (size_t j = 0; j < nlive && !keep; j++)
 				keep = live[j] == num;
 			for (size_t j = 0; j < db->npending && !keep; j++)
 				keep = db->pending_outputs[j] == num;
-		} else if (!strncmp(name, "MANIFEST-", 9)) {
-			keep = strtoull(name + 9, NULL, 10) >= db->vs->manifest_number;
+		} else if (kind == FNAME_MANIFEST) {
+			keep = num >= db->vs->manifest_number;
 		}
 		if (keep)
 			continue;

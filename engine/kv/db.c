@@ -9,6 +9,7 @@
  * and deletes what is obsolete.
  */
 #include "db.h"
+#include "filename.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -76,23 +77,7 @@ static void sanitize(struct kv_options *o)
 
 static char *log_path(struct kv_db *db, uint64_t number)
 {
-	return xasprintf("%s/%06llu.log", db->dir, (unsigned long long)number);
-}
-
-/* Parse "NNNNNN.log" / "NNNNNN.sst"; returns the number or 0. */
-static uint64_t parse_numbered(const char *name, const char *suffix)
-{
-	size_t n = strlen(name), s = strlen(suffix);
-	uint64_t v = 0;
-
-	if (n <= s || strcmp(name + n - s, suffix))
-		return 0;
-	for (size_t i = 0; i < n - s; i++) {
-		if (name[i] < '0' || name[i] > '9')
-			return 0;
-		v = v * 10 + (uint64_t)(name[i] - '0');
-	}
-	return v;
+	return fname_log(db->dir, number);
 }
 
 /* ------------------------------------------------------------ trees */
@@ -252,8 +237,11 @@ static int has_database_files(struct kv_db *db)
 
 	if (env_list_dir(db->env, db->dir, &names, &n) < 0)
 		return 0;
-	for (size_t i = 0; i < n && !found; i++)
-		found = parse_numbered(names[i], ".sst") || !strncmp(names[i], "MANIFEST-", 9);
+	for (size_t i = 0; i < n && !found; i++) {
+		uint64_t num;
+		enum fname_kind k = fname_parse(names[i], &num);
+		found = k == FNAME_SST || k == FNAME_MANIFEST;
+	}
 	env_free_list(names, n);
 	return found;
 }
@@ -305,13 +293,11 @@ static int recover(struct kv_db *db)
 	min_log = vs_min_log_number(db->vs);
 	logs = xmalloc((nnames + 1) * sizeof(*logs));
 	for (size_t i = 0; i < nnames; i++) {
-		uint64_t n = parse_numbered(names[i], ".log");
-		if (n && n >= min_log)
+		uint64_t n;
+		enum fname_kind k = fname_parse(names[i], &n);
+		if (k == FNAME_LOG && n && n >= min_log)
 			logs[nlogs++] = n;
-		if (n >= db->vs->next_file)
-			db->vs->next_file = n + 1;
-		n = parse_numbered(names[i], ".sst");
-		if (n >= db->vs->next_file)
+		if ((k == FNAME_LOG || k == FNAME_SST) && n >= db->vs->next_file)
 			db->vs->next_file = n + 1;
 	}
 	qsort(logs, nlogs, sizeof(*logs), cmp_u64);
@@ -375,7 +361,7 @@ int kv_open(const char *dir, const struct kv_options *opt, struct kv_db **dbp)
 		r = KV_ERROR(-ENOENT, "%s: no such directory", dir);
 		goto fail;
 	}
-	lock_path = xasprintf("%s/LOCK", dir);
+	lock_path = fname_lock(dir);
 	r = env_lock(db->env, lock_path, &db->lock);
 	if (r < 0)
 		goto fail;
@@ -1153,7 +1139,7 @@ static void verify_version(struct kv_db *db, struct version *v, struct verify_ct
 	for (int l = 0; l < NUM_LEVELS; l++) {
 		for (size_t i = 0; i < v->nfiles[l]; i++) {
 			const struct file_meta *f = v->files[l][i];
-			char *name = xasprintf("%06llu.sst", (unsigned long long)f->number);
+			char *name = fname_sst(NULL, f->number);
 			struct cache_handle *h;
 			struct sst *t;
 			int r;
@@ -1347,7 +1333,7 @@ int kv_destroy(const char *dir, struct kv_env *env)
 
 	if (!env)
 		env = env_posix();
-	lock_path = xasprintf("%s/LOCK", dir);
+	lock_path = fname_lock(dir);
 	r = env_lock(env, lock_path, &lock);
 	if (r < 0) {
 		free(lock_path);
@@ -1355,11 +1341,9 @@ int kv_destroy(const char *dir, struct kv_env *env)
 	}
 	r = env_list_dir(env, dir, &names, &n);
 	for (size_t i = 0; r == 0 && i < n; i++) {
-		if (!strcmp(names[i], "LOCK"))
-			continue;
-		if (parse_numbered(names[i], ".log") || parse_numbered(names[i], ".sst") ||
-		    !strncmp(names[i], "MANIFEST-", 9) || !strcmp(names[i], "CURRENT") ||
-		    !strcmp(names[i], "CURRENT.tmp")) {
+		uint64_t num;
+		enum fname_kind k = fname_parse(names[i], &num);
+		if (k != FNAME_OTHER && k != FNAME_LOCK) {
 			char *p = xasprintf("%s/%s", dir, names[i]);
 			r = env_unlink(env, p);
 			free(p);

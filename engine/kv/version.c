@@ -4,6 +4,7 @@
  * lookups across levels and the level iterator (see version.h).
  */
 #include "version.h"
+#include "filename.h"
 #include "bloom.h"
 
 #include <stdio.h>
@@ -303,7 +304,7 @@ int tcache_get(struct table_cache *tc, const struct file_meta *f, struct sst **t
 		*t = cache_value(*h);
 		return 0;
 	}
-	path = xasprintf("%s/%06llu.sst", tc->dir, (unsigned long long)f->number);
+	path = fname_sst(tc->dir, f->number);
 	r = env_open_read(tc->env, path, &file);
 	if (r == -ENOENT)
 		r = KV_CORRUPT("%s: table file is missing", path);
@@ -668,12 +669,12 @@ static int manifest_tail_check(struct env_file *f, uint64_t size, struct wal_rea
 
 int vs_recover(struct version_set *vs)
 {
-	char *cur_path = xasprintf("%s/CURRENT", vs->dir), *current = NULL, *mpath = NULL;
+	char *cur_path = fname_current(vs->dir), *current = NULL, *mpath = NULL;
 	struct wal_reader *rd = NULL;
 	struct env_file *f = NULL;
 	struct version_edit e;
-	int have_next = 0, have_log = 0, have_seq = 0;
-	uint64_t msize;
+	int have_next = 0, have_log = 0, have_seq = 0, named;
+	uint64_t msize, mnum;
 	size_t len;
 	struct slice rec;
 	int r;
@@ -685,12 +686,16 @@ int vs_recover(struct version_set *vs)
 	r = env_read_file(vs->env, cur_path, &current, &len);
 	if (r < 0)
 		goto out;
-	if (len < 2 || current[len - 1] != '\n' || strncmp(current, "MANIFEST-", 9) ||
-	    memchr(current, '/', len)) {
+	/* one line, "MANIFEST-NNNNNN\n" */
+	named = len >= 2 && current[len - 1] == '\n' && !memchr(current, 0, len - 1);
+	if (named) {
+		current[len - 1] = 0;
+		named = fname_parse(current, &mnum) == FNAME_MANIFEST;
+	}
+	if (!named) {
 		r = KV_CORRUPT("%s: does not name a manifest", cur_path);
 		goto out;
 	}
-	current[len - 1] = 0;
 	mpath = xasprintf("%s/%s", vs->dir, current);
 	if (!env_exists(vs->env, mpath)) {
 		r = KV_CORRUPT("%s names %s, which is missing", cur_path, mpath);
@@ -733,8 +738,7 @@ int vs_recover(struct version_set *vs)
 		for (int l = 0; l < NUM_LEVELS && r == 0; l++) {
 			for (size_t i = 0; i < v->nfiles[l]; i++) {
 				const struct file_meta *fm = v->files[l][i];
-				char *p = xasprintf("%s/%06llu.sst", vs->dir,
-						    (unsigned long long)fm->number);
+				char *p = fname_sst(vs->dir, fm->number);
 				uint64_t sz;
 				if (env_file_size(vs->env, p, &sz) < 0)
 					r = KV_CORRUPT("%s: table file is missing (named in %s)", p,
@@ -805,10 +809,11 @@ static void snapshot_edit(struct version_set *vs, struct vtree *t, int first,
 int vs_new_manifest(struct version_set *vs)
 {
 	uint64_t number = vs_new_file_number(vs);
-	char *path = xasprintf("%s/MANIFEST-%06llu", vs->dir, (unsigned long long)number);
-	char *tmp = xasprintf("%s/CURRENT.tmp", vs->dir);
-	char *cur = xasprintf("%s/CURRENT", vs->dir);
-	char *line = xasprintf("MANIFEST-%06llu\n", (unsigned long long)number);
+	char *path = fname_manifest(vs->dir, number);
+	char *tmp = fname_current_tmp(vs->dir);
+	char *cur = fname_current(vs->dir);
+	char *name = fname_manifest(NULL, number);
+	char *line = xasprintf("%s\n", name);
 	struct version_edit e;
 	struct wal_writer *w = NULL;
 	struct env_file *f;
@@ -850,6 +855,7 @@ out:
 	free(path);
 	free(tmp);
 	free(cur);
+	free(name);
 	free(line);
 	return r;
 }
@@ -1409,7 +1415,7 @@ int vs_check_manifest(struct version_set *vs,
 		      void (*report)(void *arg, const char *file, uint64_t off, const char *msg),
 		      void *arg)
 {
-	char *name = xasprintf("MANIFEST-%06llu", (unsigned long long)vs->manifest_number);
+	char *name = fname_manifest(NULL, vs->manifest_number);
 	char *path = xasprintf("%s/%s", vs->dir, name);
 	struct wal_reader *rd = NULL;
 	struct env_file *f = NULL;
