@@ -69,6 +69,20 @@ struct kv_options {
 	struct kv_env *env;            /* NULL: the POSIX environment */
 	int create_if_missing;         /* default 1 */
 	int error_if_exists;           /* default 0 */
+	/*
+	 * 1: open read-only (default 0).  Nothing in the directory is created,
+	 * written, renamed, truncated or deleted: the logs are replayed into
+	 * memory only (no flush to a table, no new log or manifest, no removal
+	 * of obsolete files), no background work runs, and every call that
+	 * would change the database (writes, flush, compaction, creating or
+	 * dropping a tree) returns -EROFS.  The database must exist
+	 * (create_if_missing is ignored).  Lock: the existing LOCK file is
+	 * opened read-only and locked shared, so read-only opens share the
+	 * directory with each other but not with a writer (-EBUSY either way);
+	 * without a LOCK file (a database never opened for writing here, or a
+	 * copy) or one that cannot be opened, no lock is taken.
+	 */
+	int read_only;
 	size_t write_buffer_size;      /* memtable bytes before it is flushed; default 64 MiB */
 	size_t block_size;             /* target uncompressed data block size; default 4 KiB */
 	int block_restart_interval;    /* keys between restart points; default 16 */
@@ -264,6 +278,17 @@ void kv_get_stats(struct kv_db *db, struct kv_stats *st);
  */
 int kv_verify(struct kv_db *db, void (*report)(void *arg, const char *file, uint64_t off, const char *msg),
 	      void *arg);
+
+/*
+ * The names of the files in the database's directory that belong to the
+ * engine but that it does not use: tables no live version names (left by a
+ * crash during a flush or compaction), logs whose writes are all in tables,
+ * manifests older than the current one, a CURRENT.tmp.  An open for writing
+ * deletes them; a read-only open leaves them (smolctl check reports them).
+ * Files the engine does not name are not listed.  *names is a malloc'd
+ * array of malloc'd strings, sorted; the caller frees each and the array.
+ */
+int kv_stray_files(struct kv_db *db, char ***names, size_t *n);
 
 /* Remove every file of the database in dir (which must not be open). */
 int kv_destroy(const char *dir, struct kv_env *env);

@@ -65,7 +65,11 @@ struct tbl_options {
 };
 void tbl_options_init(struct tbl_options *o);
 
-/* Open (creating if allowed by o->kv.create_if_missing) the database in dir. */
+/*
+ * Open (creating if allowed by o->kv.create_if_missing) the database in dir.
+ * With o->kv.read_only the directory is never changed (kv.h): every call
+ * that would write (tables, families, cells, compaction) returns -EROFS.
+ */
 int tbl_open(const char *dir, const struct tbl_options *o, struct tbl_db **db);
 int tbl_close(struct tbl_db *db);
 /* The engine underneath, for statistics, flush and compaction. */

@@ -810,6 +810,7 @@ static void ticker_stop(struct ticker *t)
 enum open_mode {
 	OPEN_EXISTING,      /* the database must be there */
 	OPEN_CREATE,        /* create the directory and the database if missing */
+	OPEN_READONLY,      /* the database must be there; nothing in it is changed */
 };
 
 /* The message for a database that could not be opened; EXIT_ERROR. */
@@ -864,12 +865,13 @@ static int db_open(enum open_mode mode, struct tbl_db **db)
 	struct tbl_options o;
 	int r;
 
-	if (mode == OPEN_EXISTING && !looks_like_database())
+	if (mode != OPEN_CREATE && !looks_like_database())
 		return open_failed(-ENOENT);
 	tbl_options_init(&o);
 	if (max_value_size)
 		o.max_value_size = max_value_size;
 	o.kv.create_if_missing = mode == OPEN_CREATE;
+	o.kv.read_only = mode == OPEN_READONLY;
 	o.kv.log = engine_log;
 	o.kv.log_arg = (void *)datadir;
 	r = tbl_open(datadir, &o, db);
@@ -1154,7 +1156,7 @@ static int run_list_tables(const struct cmd *c, int argc, char **argv)
 	}
 	if ((r = want_args(&o, 0, NULL)) || (r = need_datadir(c)))
 		return r;
-	if ((r = db_open(OPEN_EXISTING, &db)))
+	if ((r = db_open(OPEN_READONLY, &db)))
 		return r;
 	r = tbl_list_tables(db, &names, &n);
 	if (r < 0) {
@@ -1398,7 +1400,7 @@ static int run_describe(const struct cmd *c, int argc, char **argv)
 	if ((r = want_args(&o, 1, names)) || (r = need_datadir(c)))
 		return r;
 	table = argv[optind];
-	if ((r = db_open(OPEN_EXISTING, &db)))
+	if ((r = db_open(OPEN_READONLY, &db)))
 		return r;
 	r = table_families_load(db, table, &tf);
 	if (r < 0) {
@@ -1578,7 +1580,7 @@ static int run_get(const struct cmd *c, int argc, char **argv)
 		goto out_args;
 	read_args_finish(&a);
 	table = argv[optind];
-	if ((r = db_open(OPEN_EXISTING, &db)))
+	if ((r = db_open(OPEN_READONLY, &db)))
 		goto out_args;
 	r = tbl_get_row(db, table, key.data ? key.data : "", key.len, &a.r, &row);
 	for (size_t i = 0; r == -ENOENT && i < a.nfamilies && !missing; i++) {
@@ -1707,7 +1709,7 @@ static int run_scan(const struct cmd *c, int argc, char **argv)
 		goto out_args;
 	read_args_finish(&a);
 	table = argv[optind];
-	if ((r = db_open(OPEN_EXISTING, &db)))
+	if ((r = db_open(OPEN_READONLY, &db)))
 		goto out_args;
 	r = tbl_scan_new(db, table, &a.r, &s);
 	if (r < 0) {
@@ -1825,6 +1827,7 @@ static void check_tables(struct check_ctx *c)
 	if (max_value_size)
 		o.max_value_size = max_value_size;
 	o.kv.create_if_missing = 0;
+	o.kv.read_only = 1;
 	o.kv.log = engine_log;
 	o.kv.log_arg = (void *)datadir;
 	r = tbl_open(datadir, &o, &db);
@@ -1864,8 +1867,8 @@ static int run_check(const struct cmd *c, int argc, char **argv)
 	struct ticker tk;
 	struct kv_db *kv;
 	struct opts o;
-	char *sst;
-	size_t files = 0;
+	char *sst, **strays = NULL;
+	size_t files = 0, nstrays = 0;
 	int ch, r;
 
 	opts_init(&o, c, argc, argv, "", NULL);
@@ -1879,6 +1882,7 @@ static int run_check(const struct cmd *c, int argc, char **argv)
 	/* the kv layer first, directly: it must work when the table layer cannot */
 	kv_options_init(&ko);
 	ko.create_if_missing = 0;
+	ko.read_only = 1;   /* check never changes what it checks */
 	ko.log = engine_log;
 	ko.log_arg = (void *)datadir;
 	if (!looks_like_database())
@@ -1903,6 +1907,16 @@ static int run_check(const struct cmd *c, int argc, char **argv)
 		kv_close(kv);
 		return fail(r, "check");
 	}
+	/* files the engine left and does not use: reported, never deleted here */
+	r = kv_stray_files(kv, &strays, &nstrays);
+	if (r < 0)
+		check_problem(&ctx, "%s: listing the directory: %s", datadir, kv_strerror(r));
+	for (size_t i = 0; i < nstrays; i++) {
+		printf("%s/%s: stray file, not part of the database (the next open for writing "
+		       "deletes it)\n", datadir, strays[i]);
+		free(strays[i]);
+	}
+	free(strays);
 	r = kv_close(kv);
 	if (r < 0)
 		check_problem(&ctx, "%s: closing: %s", datadir, kv_strerror(r));
@@ -1916,7 +1930,11 @@ static int run_check(const struct cmd *c, int argc, char **argv)
 		return EXIT_ERROR;
 	}
 	printf("%s: no problems found (%zu SSTable%s, the manifest, the schema and every "
-	       "table's cells)\n", datadir, files, files == 1 ? "" : "s");
+	       "table's cells)", datadir, files, files == 1 ? "" : "s");
+	if (nstrays)
+		printf("; %zu stray file%s left as %s", nstrays, nstrays == 1 ? "" : "s",
+		       nstrays == 1 ? "it is" : "they are");
+	printf("\n");
 	return 0;
 }
 
@@ -2108,7 +2126,7 @@ static int run_stats(const struct cmd *c, int argc, char **argv)
 	}
 	if ((r = want_args(&o, 0, NULL)) || (r = need_datadir(c)))
 		return r;
-	if ((r = db_open(OPEN_EXISTING, &db)))
+	if ((r = db_open(OPEN_READONLY, &db)))
 		return r;
 	r = tbl_list_tables(db, &tables, &ntables);
 	if (r == 0)
@@ -2210,7 +2228,7 @@ static int run_export(const struct cmd *c, int argc, char **argv)
 		return r;
 	if (prefix && (r = key_arg(c, &a, "--prefix", prefix, &bp)))
 		return r;
-	if ((r = db_open(OPEN_EXISTING, &db)))
+	if ((r = db_open(OPEN_READONLY, &db)))
 		goto out_buf;
 	if (table && (r = tbl_table_exists(db, table)) < 0) {
 		r = fail(r, "export --table %s", table);
@@ -2331,7 +2349,7 @@ static int run_import(const struct cmd *c, int argc, char **argv)
 		total = (uint64_t)sb.st_size;
 	if (in == stdin && isatty(STDIN_FILENO) && isatty(STDERR_FILENO))
 		say("reading JSON lines from the terminal (end with Ctrl-D)");
-	if ((r = db_open(io.create && !io.dry_run ? OPEN_CREATE : OPEN_EXISTING, &db)))
+	if ((r = db_open(io.dry_run ? OPEN_READONLY : io.create ? OPEN_CREATE : OPEN_EXISTING, &db)))
 		goto out_in;
 	progress_init(&pg, io.dry_run ? "import (dry run)" : "import", total, 0);
 	tp.fn = progress_update;

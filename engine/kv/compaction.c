@@ -60,8 +60,8 @@ void db_delete_obsolete_files(struct kv_db *db)
 	size_t n, nlive;
 	uint64_t *live;
 
-	if (db->bg_error || env_list_dir(db->env, db->dir, &names, &n) < 0)
-		return;
+	if (db->opt.read_only || db->bg_error || env_list_dir(db->env, db->dir, &names, &n) < 0)
+		return;   /* a read-only open deletes nothing */
 	live = vs_live_files(db->vs, &nlive);
 	/*
 	 * A log is needed while some tree has writes in it that are not in a

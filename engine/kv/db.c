@@ -6,7 +6,9 @@
  * group, fsync if any writer asked -> memtable -> publish the sequence.
  * Recovery reads the manifest (version.c) and replays every log not yet
  * flushed, then flushes what it replayed, starts a fresh log and manifest,
- * and deletes what is obsolete.
+ * and deletes what is obsolete.  A read-only open (kv_options.read_only)
+ * stops after the replay: the logs stay in memory, nothing is written, no
+ * background thread starts, and every mutation is -EROFS.
  */
 #include "db.h"
 #include "filename.h"
@@ -78,6 +80,12 @@ static void sanitize(struct kv_options *o)
 static char *log_path(struct kv_db *db, uint64_t number)
 {
 	return fname_log(db->dir, number);
+}
+
+/* The error of every mutation of a database opened read-only. */
+static int db_read_only(struct kv_db *db)
+{
+	return KV_ERROR(-EROFS, "%s: the database is open read-only", db->dir);
 }
 
 /* ------------------------------------------------------------ trees */
@@ -208,7 +216,8 @@ static int replay_log(struct kv_db *db, uint64_t number, uint64_t *max_seq)
 		batch_apply(rec, count, replay_apply, &rp);
 		if (count && first + count - 1 > *max_seq)
 			*max_seq = first + count - 1;
-		if ((r = flush_recovered(db, 1)) < 0)
+		/* read-only: everything stays in memory, however large */
+		if (!db->opt.read_only && (r = flush_recovered(db, 1)) < 0)
 			goto out;
 	}
 	if (r == 0 && wal_reader_torn(rd, &torn_at)) {
@@ -262,6 +271,9 @@ static int recover(struct kv_db *db)
 				  "manifest: refusing to start an empty database over them", db->dir);
 	}
 	if (r == -ENOENT) {
+		if (db->opt.read_only)
+			return KV_ERROR(-ENOENT, "%s: no database here (opened read-only, so none "
+					"is created)", db->dir);
 		if (!db->opt.create_if_missing)
 			return KV_ERROR(-ENOENT, "%s: no database here (and create_if_missing is off)",
 					db->dir);
@@ -305,6 +317,12 @@ static int recover(struct kv_db *db)
 		r = replay_log(db, logs[i], &max_seq);
 		if (r < 0)
 			goto out;
+	}
+	if (db->opt.read_only) {
+		/* no flush, no new log or manifest: the directory stays as it is */
+		db->last_seq = max_seq;
+		r = 0;
+		goto out;
 	}
 	if ((r = flush_recovered(db, 0)) < 0)
 		goto out;
@@ -353,7 +371,7 @@ int kv_open(const char *dir, const struct kv_options *opt, struct kv_db **dbp)
 	db->snapshots.next = db->snapshots.prev = &db->snapshots;
 	db->group = kv_batch_new();
 
-	if (db->opt.create_if_missing) {
+	if (db->opt.create_if_missing && !db->opt.read_only) {
 		r = env_mkdir(db->env, dir);
 		if (r < 0)
 			goto fail;
@@ -362,7 +380,17 @@ int kv_open(const char *dir, const struct kv_options *opt, struct kv_db **dbp)
 		goto fail;
 	}
 	lock_path = fname_lock(dir);
-	r = env_lock(db->env, lock_path, &db->lock);
+	if (db->opt.read_only) {
+		r = env_lock_shared(db->env, lock_path, &db->lock);
+		if (r < 0 && r != -EBUSY) {
+			/* no LOCK file, or none we may open: creating one would be a write */
+			db_log(db, KV_LOG_INFO, "read-only open without a lock: %s", kv_strerror(r));
+			db->lock = NULL;
+			r = 0;
+		}
+	} else {
+		r = env_lock(db->env, lock_path, &db->lock);
+	}
 	if (r < 0)
 		goto fail;
 	/* one memtable's worth: what the last one flushed leaves for the next */
@@ -374,11 +402,17 @@ int kv_open(const char *dir, const struct kv_options *opt, struct kv_db **dbp)
 
 	pthread_mutex_lock(&db->mu);
 	r = recover(db);
-	if (r == 0)
+	if (r == 0 && !db->opt.read_only)
 		db_delete_obsolete_files(db);
 	pthread_mutex_unlock(&db->mu);
 	if (r < 0)
 		goto fail;
+	if (db->opt.read_only) {
+		/* nothing to flush or compact: no background threads */
+		free(lock_path);
+		*dbp = db;
+		return 0;
+	}
 
 	if (pthread_create(&db->flush_thread, NULL, db_flush_main, db) != 0 ||
 	    pthread_create(&db->compact_thread, NULL, db_compact_main, db) != 0) {
@@ -596,6 +630,8 @@ int kv_write(struct kv_db *db, const struct kv_batch *b, unsigned flags)
 	uint64_t seq;
 	int r, sync;
 
+	if (db->opt.read_only)
+		return db_read_only(db);
 	if (kv_batch_count(b) == 0)
 		return 0;
 	pthread_cond_init(&w.cv, NULL);
@@ -895,6 +931,8 @@ int kv_flush(struct kv_db *db)
 	struct writer w;
 	int r;
 
+	if (db->opt.read_only)
+		return db_read_only(db);
 	pthread_mutex_lock(&db->mu);
 	/* lead the writers, so no one inserts while the memtables switch */
 	lead_enter(db, &w);
@@ -985,7 +1023,7 @@ void kv_get_stats(struct kv_db *db, struct kv_stats *st)
 	cache_counters(db->block_cache, &hits, &misses);
 	st->block_cache_hits = hits;
 	st->block_cache_misses = misses;
-	st->disk_bytes = wal_size(db->wal);
+	st->disk_bytes = db->wal ? wal_size(db->wal) : 0;   /* no log when read-only */
 	for (size_t i = 0; i < db->ntrees; i++) {
 		struct version *v = db->trees[i]->vt->current;
 		for (int l = 0; l < NUM_LEVELS && l < 8; l++) {
@@ -1240,6 +1278,10 @@ int kv_tree_open(struct kv_db *db, const char *name, const struct kv_tree_option
 	vt = vs_tree_by_name(db->vs, name);
 	if (vt) {
 		t = db_tree_by_id(db, vt->id);
+	} else if (db->opt.read_only) {
+		r = KV_ERROR(-EROFS, "%s: opened read-only: tree %s does not exist and cannot "
+			     "be created", db->dir, name);
+		goto out;
 	} else {
 		struct version_edit e;
 		edit_init(&e);
@@ -1275,6 +1317,8 @@ int kv_tree_drop(struct kv_db *db, struct kv_tree *t)
 
 	if (!t || t->id == 0)
 		return KV_ERROR(-EINVAL, "the default tree cannot be dropped");
+	if (db->opt.read_only)
+		return db_read_only(db);
 	pthread_mutex_lock(&db->mu);
 	lead_enter(db, &w);
 	/* a flush or compaction of it may be running: let it finish first */
@@ -1322,6 +1366,70 @@ int kv_tree_list(struct kv_db *db, char ***names, size_t *n)
 const char *kv_tree_name(const struct kv_tree *t)
 {
 	return t->vt->name;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int kv_stray_files(struct kv_db *db, char ***out, size_t *nout)
+{
+	char **names = NULL;
+	size_t n = 0, nlive, k = 0;
+	uint64_t *live, min_log;
+	int r;
+
+	*out = NULL;
+	*nout = 0;
+	r = env_list_dir(db->env, db->dir, &names, &n);
+	if (r < 0)
+		return r;
+	pthread_mutex_lock(&db->mu);
+	live = vs_live_files(db->vs, &nlive);
+	/*
+	 * The rule of db_delete_obsolete_files: a log is needed from the oldest
+	 * log number of a tree with unflushed writes on, and the active log
+	 * always.  Read-only, every log from the oldest tree's log number on was
+	 * replayed and is held in memory only, so all of those are needed.
+	 */
+	min_log = db->opt.read_only ? vs_min_log_number(db->vs) : db->wal_number;
+	for (size_t i = 0; i < db->ntrees && !db->opt.read_only; i++) {
+		struct kv_tree *t = db->trees[i];
+		if (t->dropped || (!t->imm && mem_entries(t->mem) + mem_range_dels(t->mem) == 0))
+			continue;
+		if (t->vt->log_number < min_log)
+			min_log = t->vt->log_number;
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint64_t num;
+		enum fname_kind kind = fname_parse(names[i], &num);
+		int stray = 0;
+
+		if (kind == FNAME_LOG) {
+			stray = num < min_log && num != db->wal_number;
+		} else if (kind == FNAME_SST) {
+			stray = 1;
+			for (size_t j = 0; j < nlive && stray; j++)
+				stray = live[j] != num;
+			for (size_t j = 0; j < db->npending && stray; j++)
+				stray = db->pending_outputs[j] != num;
+		} else if (kind == FNAME_MANIFEST) {
+			stray = num != db->vs->manifest_number;
+		} else {
+			stray = kind == FNAME_CURRENT_TMP;
+		}
+		if (stray)
+			names[k++] = names[i];
+		else
+			free(names[i]);
+	}
+	pthread_mutex_unlock(&db->mu);
+	free(live);
+	qsort(names, k, sizeof(*names), cmp_str);
+	*out = names;
+	*nout = k;
+	return 0;
 }
 
 int kv_destroy(const char *dir, struct kv_env *env)

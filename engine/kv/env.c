@@ -20,7 +20,9 @@
  *
  * fcntl locks belong to a process, so a second lock of the same file from
  * the same process would silently succeed; a process-wide table of locked
- * (device, inode) pairs catches that case too, and both give -EBUSY.
+ * (device, inode) pairs catches that case too, and both give -EBUSY.  A
+ * read-only open takes a shared (read) lock: any number of them at once,
+ * in this process or others, but none beside a writer's exclusive one.
  */
 #include "env.h"
 #include "util.h"
@@ -43,8 +45,7 @@
 struct posix_file {
 	struct env_file base;
 	int fd;
-	dev_t dev;      /* lock files only */
-	ino_t ino;
+	struct lock_entry *lock;   /* lock handles only (fd is -1) */
 	char *path;
 	/* log files (opened with open_log) */
 	int is_log;
@@ -455,15 +456,43 @@ static int posix_list_dir(struct kv_env *env, const char *path, char ***names, s
 	return 0;
 }
 
-/* The (device, inode) pairs this process holds locks on. */
+/*
+ * The locks this process holds, one entry per lock file (device, inode).
+ * An exclusive entry has one handle; a shared entry counts its handles and
+ * keeps one descriptor for all of them, because closing any descriptor of
+ * the file would drop the process's fcntl lock for every other handle too.
+ */
+struct lock_entry {
+	dev_t dev;
+	ino_t ino;
+	int fd;
+	int shared;
+	int refs;            /* handles (shared entries may have several) */
+};
+
 static pthread_mutex_t locks_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct posix_file **locks;
+static struct lock_entry **locks;
 static size_t nlocks;
 
-static int posix_lock(struct kv_env *env, const char *path, struct env_file **out)
+/* A handle on entry e: a posix_file without a descriptor of its own. */
+static struct env_file *lock_handle(struct kv_env *env, struct lock_entry *e, const char *path)
 {
-	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
-	struct posix_file *f;
+	struct posix_file *f = pf_new(env, -1, path);
+
+	f->lock = e;
+	e->refs++;
+	return &f->base;
+}
+
+/*
+ * Take the lock file at path, exclusively (shared = 0: for a writer; the
+ * file is created if missing) or shared (for a read-only open: the file is
+ * opened read-only and must exist, -ENOENT if it does not).
+ */
+static int lock_file(struct kv_env *env, const char *path, int shared, struct env_file **out)
+{
+	struct flock fl = { .l_type = shared ? F_RDLCK : F_WRLCK, .l_whence = SEEK_SET };
+	struct lock_entry *e;
 	struct stat st;
 	int fd = -1, r = 0;
 
@@ -476,14 +505,20 @@ static int posix_lock(struct kv_env *env, const char *path, struct env_file **ou
 	 */
 	if (stat(path, &st) == 0) {
 		for (size_t i = 0; i < nlocks; i++) {
-			if (locks[i]->dev == st.st_dev && locks[i]->ino == st.st_ino) {
-				r = KV_ERROR(-EBUSY, "%s is locked: the database is already open "
-					     "in this process", path);
+			e = locks[i];
+			if (e->dev != st.st_dev || e->ino != st.st_ino)
+				continue;
+			if (shared && e->shared) {
+				*out = lock_handle(env, e, path);
 				goto out;
 			}
+			r = KV_ERROR(-EBUSY, "%s is locked: the database is already open%s in this "
+				     "process", path, e->shared ? " read-only" : "");
+			goto out;
 		}
 	}
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	fd = shared ? open(path, O_RDONLY | O_CLOEXEC)
+		    : open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		r = err_path(errno, "open lock file", path);
 		goto out;
@@ -494,17 +529,20 @@ static int posix_lock(struct kv_env *env, const char *path, struct env_file **ou
 	}
 	if (fcntl(fd, F_SETLK, &fl) < 0) {
 		if (errno == EACCES || errno == EAGAIN)
-			r = KV_ERROR(-EBUSY, "%s is locked: another process has the database open", path);
+			r = KV_ERROR(-EBUSY, "%s is locked: another process has the database open%s",
+				     path, shared ? " for writing" : "");
 		else
 			r = err_path(errno, "lock", path);
 		goto out;
 	}
-	f = pf_new(env, fd, path);
-	f->dev = st.st_dev;
-	f->ino = st.st_ino;
+	e = xcalloc(1, sizeof(*e));
+	e->dev = st.st_dev;
+	e->ino = st.st_ino;
+	e->fd = fd;
+	e->shared = shared;
 	locks = xrealloc(locks, (nlocks + 1) * sizeof(*locks));
-	locks[nlocks++] = f;
-	*out = &f->base;
+	locks[nlocks++] = e;
+	*out = lock_handle(env, e, path);
 out:
 	pthread_mutex_unlock(&locks_mu);
 	if (r < 0 && fd >= 0)
@@ -512,19 +550,39 @@ out:
 	return r;
 }
 
+static int posix_lock(struct kv_env *env, const char *path, struct env_file **out)
+{
+	return lock_file(env, path, 0, out);
+}
+
+static int posix_lock_shared(struct kv_env *env, const char *path, struct env_file **out)
+{
+	return lock_file(env, path, 1, out);
+}
+
 static int posix_unlock(struct env_file *ef)
 {
 	struct posix_file *f = (struct posix_file *)ef;
+	struct lock_entry *e = f->lock;
+	int r = 0;
 
 	pthread_mutex_lock(&locks_mu);
-	for (size_t i = 0; i < nlocks; i++) {
-		if (locks[i] == f) {
-			locks[i] = locks[--nlocks];
-			break;
+	if (--e->refs == 0) {
+		for (size_t i = 0; i < nlocks; i++) {
+			if (locks[i] == e) {
+				locks[i] = locks[--nlocks];
+				break;
+			}
 		}
+		/* closing the descriptor drops the fcntl lock */
+		if (close(e->fd) < 0 && errno != EINTR)
+			r = err_path(errno, "close", f->path);
+		free(e);
 	}
 	pthread_mutex_unlock(&locks_mu);
-	return posix_close(ef);   /* closing the descriptor drops the fcntl lock */
+	free(f->path);
+	free(f);
+	return r;
 }
 
 static void posix_destroy(struct kv_env *env)
@@ -550,6 +608,7 @@ static const struct env_ops posix_ops = {
 	.sync_dir = posix_sync_dir,
 	.list_dir = posix_list_dir,
 	.lock = posix_lock,
+	.lock_shared = posix_lock_shared,
 	.unlock = posix_unlock,
 	.destroy = posix_destroy,
 };

@@ -60,6 +60,13 @@ struct env_ops {
 	int (*list_dir)(struct kv_env *env, const char *path, char ***names, size_t *n);
 	/* An exclusive lock held while *lock stays open; -EBUSY if someone holds it. */
 	int (*lock)(struct kv_env *env, const char *path, struct env_file **lock);
+	/*
+	 * Optional (NULL: not offered): a shared lock for a read-only open, held
+	 * while *lock stays open.  Never creates the file: -ENOENT if it does not
+	 * exist.  -EBUSY while anyone holds the exclusive lock; the exclusive
+	 * lock is -EBUSY while anyone holds a shared one.  Released with unlock.
+	 */
+	int (*lock_shared)(struct kv_env *env, const char *path, struct env_file **lock);
 	int (*unlock)(struct env_file *lock);
 	void (*destroy)(struct kv_env *env);
 };
@@ -95,6 +102,7 @@ static inline int env_mkdir(struct kv_env *e, const char *p) { return e->ops->mk
 static inline int env_sync_dir(struct kv_env *e, const char *p) { return e->ops->sync_dir(e, p); }
 static inline int env_list_dir(struct kv_env *e, const char *p, char ***n, size_t *c) { return e->ops->list_dir(e, p, n, c); }
 static inline int env_lock(struct kv_env *e, const char *p, struct env_file **l) { return e->ops->lock(e, p, l); }
+static inline int env_lock_shared(struct kv_env *e, const char *p, struct env_file **l) { return e->ops->lock_shared ? e->ops->lock_shared(e, p, l) : -EOPNOTSUPP; }
 static inline int env_unlock(struct env_file *l) { return l->env->ops->unlock(l); }
 
 /* Read exactly n bytes at off; -EUCLEAN-free: a short file gives -EIO via got. */

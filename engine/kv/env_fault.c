@@ -479,6 +479,22 @@ static int f_lock(struct kv_env *e, const char *path, struct env_file **out)
 	return 0;
 }
 
+static int f_lock_shared(struct kv_env *e, const char *path, struct env_file **out)
+{
+	struct fault_env *fe = FE(e);
+	struct env_file *inner;
+	int r;
+
+	*out = NULL;
+	if ((r = check(fe, 0, "lock", path)) < 0)
+		return r;
+	r = env_lock_shared(fe->base, path, &inner);
+	if (r < 0)
+		return r;
+	*out = &ff_new(fe, inner, NULL)->base;
+	return 0;
+}
+
 static int f_unlock(struct env_file *ef)
 {
 	struct fault_file *f = (struct fault_file *)ef;
@@ -511,6 +527,7 @@ static const struct env_ops fault_ops = {
 	.sync_dir = f_sync_dir,
 	.list_dir = f_list_dir,
 	.lock = f_lock,
+	.lock_shared = f_lock_shared,
 	.unlock = f_unlock,
 	.destroy = f_destroy,
 };

@@ -696,6 +696,8 @@ int vs_recover(struct version_set *vs)
 		r = KV_CORRUPT("%s: does not name a manifest", cur_path);
 		goto out;
 	}
+	/* the manifest in use until vs_new_manifest (a read-only open never calls it) */
+	vs->manifest_number = mnum;
 	mpath = xasprintf("%s/%s", vs->dir, current);
 	if (!env_exists(vs->env, mpath)) {
 		r = KV_CORRUPT("%s names %s, which is missing", cur_path, mpath);

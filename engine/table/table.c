@@ -1165,7 +1165,7 @@ int tbl_open(const char *dir, const struct tbl_options *o, struct tbl_db **out)
 	r = schema_load(db);
 	if (r == 0)
 		r = open_group_trees(db);
-	if (r == 0)
+	if (r == 0 && !o->kv.read_only)   /* read-only: orphans stay (nothing reads them) */
 		r = drop_orphan_trees(db);
 	if (r < 0) {
 		/* still locked: kv_close lets running compactions finish, keeping all */
