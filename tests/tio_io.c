@@ -1188,6 +1188,7 @@ static void test_progress_and_edges(void)
 	}
 	pr.fn = on_progress;
 	pr.arg = &pe;
+	pr.stop = NULL;
 	f = open_memstream(&out, &len);
 	r = tio_export(d, NULL, NULL, 0, f, &st, &pr);
 	fclose(f);
@@ -1206,6 +1207,27 @@ static void test_progress_and_edges(void)
 	ok(pi.calls >= 5 && !pi.backwards, "progress was called several times (%d), never backwards",
 	   pi.calls);
 	is_int(pi.last_done, len, "the last call reports every byte");
+
+	/* a stop flag (smolctl's SIGINT handler sets one): each stops after a whole line */
+	{
+		static volatile sig_atomic_t stop = 1;
+		struct tio_progress ps = { NULL, NULL, &stop };
+		char *out2 = NULL;
+		size_t len2 = 0;
+
+		f = open_memstream(&out2, &len2);
+		r = tio_export(d, NULL, NULL, 0, f, &st, &ps);
+		fclose(f);
+		is_int(r, -EINTR, "an export asked to stop stops with -EINTR");
+		is_int(st.lines, 1, "after its first line");
+		is_int(len2, (long long)(strchr(out, '\n') - out + 1), "having written just that line");
+		free(out2);
+		f = fmemopen(out, len, "r");
+		r = tio_import(d2, f, "mem", &o, on_report, &rs, &st, &ps);
+		fclose(f);
+		is_int(r, -EINTR, "an import asked to stop stops with -EINTR");
+		is_int(st.lines, 1, "after its first line (which it did import)");
+	}
 	free(out);
 
 	is_int(import_str(d2, "", &o, &rs, &st), 0, "an empty input is fine");

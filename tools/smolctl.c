@@ -15,7 +15,8 @@
  * "smolctl: ..." and names the directory, table, family, row, file or line
  * it concerns), 2 a usage error (the command line itself is wrong: unknown
  * command or option, missing or extra arguments, a value that does not
- * parse).  Usage errors are found before the database is opened.
+ * parse).  Usage errors are found before the database is opened.  128 + N:
+ * an export or import stopped cleanly by signal N (130 for Ctrl-C).
  *
  * smolctl works through the table API (engine/table.h): tbl_compact for
  * compaction, tbl_list_groups for the kv tree of each locality group; from
@@ -25,10 +26,12 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -2179,6 +2182,117 @@ out:
 
 /* ------------------------------------------------------------ export and import */
 
+/*
+ * Interrupts.  Export and import stop cleanly on SIGINT (Ctrl-C), SIGTERM or
+ * SIGHUP instead of dying: the handler only records the signal, which tio
+ * checks between lines, and the command then says how far it got and exits
+ * with 128 + the signal's number.  The handler is installed without
+ * SA_RESTART, so a read waiting on a terminal or pipe returns at once; the
+ * signals are blocked while the database opens, so the engine's threads
+ * (which inherit the mask) never take them.
+ */
+static volatile sig_atomic_t interrupted;
+
+static void on_interrupt(int sig)
+{
+	interrupted = sig;
+}
+
+static const int interrupt_signals[] = { SIGINT, SIGTERM, SIGHUP };
+
+/* Install the handler, and block the signals (unblock_interrupts once the database is open). */
+static void catch_interrupts(void)
+{
+	struct sigaction sa;
+	sigset_t set;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_interrupt;
+	sigemptyset(&sa.sa_mask);
+	sigemptyset(&set);
+	for (size_t i = 0; i < sizeof(interrupt_signals) / sizeof(*interrupt_signals); i++) {
+		sigaction(interrupt_signals[i], &sa, NULL);
+		sigaddset(&set, interrupt_signals[i]);
+	}
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
+/* Unblock them in this thread: one that came meanwhile is handled now. */
+static void unblock_interrupts(void)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	for (size_t i = 0; i < sizeof(interrupt_signals) / sizeof(*interrupt_signals); i++)
+		sigaddset(&set, interrupt_signals[i]);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+}
+
+/* The exit status of a command stopped by a signal, as a shell reports one. */
+static int interrupted_status(void)
+{
+	return 128 + interrupted;
+}
+
+/*
+ * A temporary file for writing path in place: in path's directory (so the
+ * rename over path stays in one filesystem), named ".NAME.XXXXXX", with the
+ * mode a new file gets (0666 less the umask).  Returns its descriptor and
+ * the malloc'd name in *tmp, or -1 with errno.
+ */
+static int temp_beside(const char *path, char **tmp)
+{
+	const char *slash = strrchr(path, '/');
+	size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
+	mode_t mask = umask(0);
+	int fd;
+
+	umask(mask);
+	*tmp = malloc(strlen(path) + 16);
+	if (!*tmp)
+		return -1;
+	sprintf(*tmp, "%.*s.%s.XXXXXX", (int)dirlen, path, path + dirlen);
+	fd = mkstemp(*tmp);
+	if (fd < 0) {
+		int e = errno;
+		free(*tmp);
+		*tmp = NULL;
+		errno = e;
+		return -1;
+	}
+	if (fchmod(fd, 0666 & ~mask) < 0) {
+		int e = errno;
+		close(fd);
+		unlink(*tmp);
+		free(*tmp);
+		*tmp = NULL;
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+/* fsync the directory that holds path, so a rename into it is durable. */
+static int sync_parent(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX];
+	int fd, r = 0;
+
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd) < 0)
+		r = -1;
+	if (fd >= 0)
+		close(fd);
+	return r;
+}
+
 static int run_export(const struct cmd *c, int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -2197,7 +2311,8 @@ static int run_export(const struct cmd *c, int argc, char **argv)
 	struct tbl_db *db;
 	struct opts o;
 	FILE *out = stdout;
-	int ch, r;
+	char *tmp = NULL;
+	int ch, r, fd;
 
 	memset(&a, 0, sizeof(a));
 	opts_init(&o, c, argc, argv, "t:p:o:e", lo);
@@ -2228,40 +2343,68 @@ static int run_export(const struct cmd *c, int argc, char **argv)
 		return r;
 	if (prefix && (r = key_arg(c, &a, "--prefix", prefix, &bp)))
 		return r;
-	if ((r = db_open(OPEN_READONLY, &db)))
+	catch_interrupts();
+	r = db_open(OPEN_READONLY, &db);
+	unblock_interrupts();
+	if (r)
 		goto out_buf;
 	if (table && (r = tbl_table_exists(db, table)) < 0) {
 		r = fail(r, "export --table %s", table);
 		goto out;
 	}
-	if (path && !(out = fopen(path, "w"))) {
-		say("%s: cannot create it: %s", path, strerror(errno));
+	/*
+	 * -o FILE: a temporary file beside it, renamed over it only once
+	 * complete and on disk, so that a failed or interrupted export leaves
+	 * the previous FILE (the last backup, perhaps) as it was.
+	 */
+	if (path && ((fd = temp_beside(path, &tmp)) < 0 || !(out = fdopen(fd, "w")))) {
+		say("%s: cannot create a temporary file beside it: %s", path, strerror(errno));
+		if (tmp) {
+			close(fd);
+			unlink(tmp);
+			free(tmp);
+		}
 		r = EXIT_ERROR;
 		goto out;
 	}
 	progress_init(&pg, "export", 0, !path);
 	tp.fn = progress_update;
 	tp.arg = &pg;
+	tp.stop = &interrupted;
 	memset(&st, 0, sizeof(st));
 	r = tio_export(db, table, prefix ? (bp.data ? bp.data : "") : NULL, bp.len, out, &st, &tp);
 	progress_end(&pg);
-	if (r < 0)
+	if (interrupted) {
+		r = interrupted_status();
+	} else if (r < 0) {
 		r = fail(r, "export%s%s to %s", table ? " of table " : "", table ? table : "",
 			 path ? path : "standard output");
+	}
 	/* a backup file is on disk (fsync) before export says it is done */
-	if (fflush(out) != 0 || ferror(out) || (path && fsync(fileno(out)) != 0)) {
-		if (r == 0)
-			say("%s: writing: %s", path ? path : "standard output", strerror(errno));
+	if (r == 0 && (fflush(out) != 0 || ferror(out) || (path && fsync(fileno(out)) != 0))) {
+		say("%s: writing: %s", path ? tmp : "standard output", strerror(errno));
 		r = EXIT_ERROR;
 	}
 	if (path && fclose(out) != 0 && r == 0) {
-		say("%s: writing: %s", path, strerror(errno));
+		say("%s: writing: %s", tmp, strerror(errno));
 		r = EXIT_ERROR;
 	}
-	if (r && path) {
-		unlink(path);
-		say("%s: removed: the export did not finish", path);
+	if (path && r == 0 && rename(tmp, path) != 0) {
+		say("%s: cannot rename %s over it: %s", path, tmp, strerror(errno));
+		r = EXIT_ERROR;
 	}
+	if (path && r == 0 && sync_parent(path) != 0) {
+		say("%s: syncing its directory: %s", path, strerror(errno));
+		r = EXIT_ERROR;
+	}
+	if (r && path)
+		unlink(tmp);
+	if (interrupted)
+		say("export interrupted after %" PRIu64 " rows%s%s%s", st.rows,
+		    path ? ": " : "", path ? path : "", path ? " was left as it was" : "");
+	else if (r && path)
+		say("%s: left as it was: the export did not finish", path);
+	free(tmp);
 	if (!r && pg.on)
 		fprintf(stderr, "export: %" PRIu64 " rows, %" PRIu64 " cells, %" PRIu64 " bytes\n",
 			st.rows, st.cells, st.bytes);
@@ -2349,11 +2492,15 @@ static int run_import(const struct cmd *c, int argc, char **argv)
 		total = (uint64_t)sb.st_size;
 	if (in == stdin && isatty(STDIN_FILENO) && isatty(STDERR_FILENO))
 		say("reading JSON lines from the terminal (end with Ctrl-D)");
-	if ((r = db_open(io.dry_run ? OPEN_READONLY : io.create ? OPEN_CREATE : OPEN_EXISTING, &db)))
+	catch_interrupts();
+	r = db_open(io.dry_run ? OPEN_READONLY : io.create ? OPEN_CREATE : OPEN_EXISTING, &db);
+	unblock_interrupts();
+	if (r)
 		goto out_in;
 	progress_init(&pg, io.dry_run ? "import (dry run)" : "import", total, 0);
 	tp.fn = progress_update;
 	tp.arg = &pg;
+	tp.stop = &interrupted;
 	ir.shown = 0;
 	ir.pg = &pg;
 	io.flags = TBL_SYNC;
@@ -2361,6 +2508,22 @@ static int run_import(const struct cmd *c, int argc, char **argv)
 	memset(&st, 0, sizeof(st));
 	r = tio_import(db, in, source, &io, import_report, &ir, &st, &tp);
 	progress_end(&pg);
+	if (r == -EINTR && interrupted) {
+		/* every good row of lines 1..st.lines is written (and synced), nothing after */
+		printf("%s %" PRIu64 " rows (%" PRIu64 " cells) from %s: %" PRIu64 " lines read, %"
+		       PRIu64 " rejected; interrupted\n",
+		       io.dry_run ? "dry run: checked" : "imported", st.rows, st.cells, source,
+		       st.lines, st.bad_lines);
+		if (io.dry_run)
+			say("import (dry run) from %s interrupted after line %" PRIu64 "; nothing was "
+			    "written", source, st.lines);
+		else
+			say("import from %s interrupted: lines 1 to %" PRIu64 " are imported (%" PRIu64
+			    " rows, %" PRIu64 " cells, synced), nothing after line %" PRIu64, source,
+			    st.lines, st.rows, st.cells, st.lines);
+		r = db_close(db, interrupted_status());
+		goto out_in;
+	}
 	if (ferror(in)) {
 		say("%s: reading: %s", source, strerror(errno));
 		r = r < 0 ? r : -EIO;

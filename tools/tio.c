@@ -381,6 +381,9 @@ static int emit(struct exporter *e)
 		e->p->fn(e->p->arg, e->st.bytes, 0);
 		e->next_progress = e->st.bytes + PROGRESS_STEP;
 	}
+	if (e->p && e->p->stop && *e->p->stop)
+		return KV_ERROR(-EINTR, "the export was interrupted after %llu lines",
+				(unsigned long long)e->st.lines);
 	return 0;
 }
 
@@ -471,6 +474,7 @@ int tio_export(struct tbl_db *db, const char *table, const void *prefix, size_t 
  */
 struct reader {
 	FILE *in;
+	const volatile sig_atomic_t *stop;   /* tio_progress.stop */
 	char *data;
 	size_t cap, pos, len, scanned;
 	int eof;
@@ -503,7 +507,18 @@ static int rd_fill(struct reader *rd, size_t max_keep)
 			rd->cap = cap;
 		}
 	}
-	got = fread(rd->data + rd->len, 1, rd->cap - rd->len, rd->in);
+	for (;;) {
+		errno = 0;
+		got = fread(rd->data + rd->len, 1, rd->cap - rd->len, rd->in);
+		if (!ferror(rd->in) || errno != EINTR)
+			break;
+		/* a signal interrupted the read: stop if asked to, else read on */
+		clearerr(rd->in);
+		if (got)
+			break;
+		if (rd->stop && *rd->stop)
+			return KV_ERROR(-EINTR, "reading the input: interrupted");
+	}
 	rd->len += got;
 	if (got == 0) {
 		if (ferror(rd->in))
@@ -656,6 +671,12 @@ static int bad(struct importer *im, uint64_t line, const char *fmt, ...)
 	if (im->report)
 		im->report(im->report_arg, im->source, line, msg);
 	return BAD;
+}
+
+/* Asked to stop (tio_progress.stop)?  Checked between lines and items only. */
+static int stopped(struct importer *im)
+{
+	return im->p && im->p->stop && *im->p->stop;
 }
 
 static void progress(struct importer *im)
@@ -1521,6 +1542,8 @@ static int import_lines(struct importer *im)
 		if (r < 0)
 			return r;
 		progress(im);
+		if (stopped(im))
+			return -EINTR;
 	}
 	return kind;
 }
@@ -1857,6 +1880,8 @@ static int import_smoltable(struct importer *im)
 				return r;
 			advance(im, n);
 			progress(im);
+			if (stopped(im))
+				return -EINTR;
 			c = peek_token(im);
 			if (c == ',') {
 				advance(im, 1);
@@ -1947,6 +1972,7 @@ int tio_import(struct tbl_db *db, FILE *in, const char *source,
 	im->report_arg = report_arg;
 	im->p = p;
 	im->rd.in = in;
+	im->rd.stop = p ? p->stop : NULL;
 	im->rd.max_line = o && o->max_line && o->max_line < TIO_MAX_LINE ? o->max_line
 									  : TIO_MAX_LINE;
 	fd = fileno(in);
@@ -1962,7 +1988,11 @@ int tio_import(struct tbl_db *db, FILE *in, const char *source,
 		r = import_smoltable(im);
 	else if (r == 0)
 		r = import_lines(im);
-	if (r == 0 || r == -EINVAL) {
+	/* a signal at the very end (the input may have been cut short by it) still counts */
+	if (r == 0 && stopped(im))
+		r = -EINTR;
+	/* interrupted: what was read is written, so the counts say where it stopped */
+	if (r == 0 || r == -EINVAL || r == -EINTR) {
 		int w = flush(im, 1);
 
 		/*
@@ -1987,6 +2017,9 @@ int tio_import(struct tbl_db *db, FILE *in, const char *source,
 	if (r == -EINVAL && im->st.bad_lines)
 		KV_ERROR(-EINVAL, "%s: %llu bad line%s", im->source,
 			 (unsigned long long)im->st.bad_lines, im->st.bad_lines == 1 ? "" : "s");
+	if (r == -EINTR)
+		KV_ERROR(-EINTR, "%s: interrupted after line %llu", im->source,
+			 (unsigned long long)im->st.lines);
 	json_parser_free(&im->ps);
 	pending_free(&im->pend);
 	free_tabs(im);

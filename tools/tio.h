@@ -19,6 +19,7 @@
 #ifndef SMOLFS_TIO_H
 #define SMOLFS_TIO_H
 
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -33,8 +34,17 @@ struct tio_stats {
 
 /* Called now and then during long work; total is 0 when unknown. */
 struct tio_progress {
-	void (*fn)(void *arg, uint64_t done, uint64_t total);
+	void (*fn)(void *arg, uint64_t done, uint64_t total);   /* may be NULL */
 	void *arg;
+	/*
+	 * NULL, or a flag (set by a signal handler) that stops the work soon
+	 * after it becomes non-zero, with -EINTR: an export after a whole line,
+	 * an import after a whole line (or Smoltable item) and after writing
+	 * every good row read so far (synced, with TBL_SYNC), so its tio_stats
+	 * say exactly how far it got: lines 1 to st.lines are done.  A read of
+	 * the input that the signal interrupts stops there too.
+	 */
+	const volatile sig_atomic_t *stop;
 };
 
 /* Where problems in the input are told: source name, line number, message. */
