@@ -156,6 +156,8 @@ size_t kv_batch_bytes(const struct kv_batch *b);   /* its encoded size */
  * power loss).  Concurrent writers are committed together (group commit).
  * After a log write or fsync fails the database refuses further writes with
  * that error until it is reopened; nothing half-written is ever applied.
+ * An empty batch writes nothing; with KV_SYNC it still fsyncs the log, so
+ * every write committed before it survives power loss.
  */
 int kv_write(struct kv_db *db, const struct kv_batch *b, unsigned flags);
 

@@ -47,6 +47,7 @@
 
 struct tbl_db;
 struct tbl_scan;
+struct tbl_snapshot;
 
 /* Limits (Bigtable's). */
 #define TBL_MAX_ROW_KEY     4096u
@@ -58,6 +59,20 @@ struct tbl_scan;
 
 /* A timestamp chosen by the server (the current time, strictly increasing). */
 #define TBL_TS_NOW UINT64_MAX
+/* For reads of one version: the newest visible one (same value, another meaning). */
+#define TBL_TS_NEWEST UINT64_MAX
+
+/*
+ * Validators of names and limits, for front-ends that answer before any I/O:
+ * pure functions, no lock, no I/O.  0, -EINVAL (a character not allowed, an
+ * empty name, "." or "..", a NULL pointer with a length) or -ENAMETOOLONG
+ * (longer than its limit above), with a kv_strerror message.  The calls
+ * that create or take these names apply exactly these rules.
+ */
+int tbl_check_table_name(const char *name);
+int tbl_check_family_name(const char *name);   /* also locality group names */
+int tbl_check_row_key(const void *row, size_t len);
+int tbl_check_qualifier(const void *q, size_t len);
 
 struct tbl_options {
 	struct kv_options kv;       /* the engine's settings (kv_options_init) */
@@ -74,6 +89,45 @@ int tbl_open(const char *dir, const struct tbl_options *o, struct tbl_db **db);
 int tbl_close(struct tbl_db *db);
 /* The engine underneath, for statistics, flush and compaction. */
 struct kv_db *tbl_kv(struct tbl_db *db);
+
+/*
+ * Make every write committed so far durable against power loss: fsync of
+ * the write-ahead log (the older logs were synced when they were retired),
+ * also when nothing new was written since a write without TBL_SYNC.  For a
+ * front-end's fsync() of something written earlier.  Cost: one fsync, with
+ * the log's write lead held (writers queue behind it meanwhile).  On a
+ * read-only database: 0, nothing to do.
+ */
+int tbl_sync(struct tbl_db *db);
+
+/*
+ * Table-level snapshots: a consistent point in time for reads (struct
+ * tbl_read.snapshot, tbl_stat_cell, tbl_get_cell, tbl_columns_new).  A
+ * snapshot freezes cells, not the schema: a family dropped after it is
+ * invisible through it.  Release every snapshot before tbl_close.  Cost: a
+ * kv snapshot (no I/O); while held, compaction keeps what it can see.
+ */
+const struct tbl_snapshot *tbl_snapshot_new(struct tbl_db *db);
+void tbl_snapshot_release(struct tbl_db *db, const struct tbl_snapshot *snap);
+
+/*
+ * Change counters for caches.  The schema generation changes at every
+ * schema change of any table (create, drop, add, alter or drop a family);
+ * it starts anew at each open, so compare it within one open only.  No
+ * lock, no I/O.
+ */
+uint64_t tbl_schema_generation(struct tbl_db *db);
+/*
+ * A table's id: never reused in this database, also across reopens, so a
+ * table dropped and created again under the same name has another id (a
+ * front-end answers ESTALE to handles of the old one).  A family's id is
+ * likewise never reused in the database: not by another family of the
+ * table, not by a family of the same name declared after a drop, not by a
+ * family of another table.  -ENOENT if there is no such table or (live)
+ * family.  Cost: the schema read lock and a lookup in memory, no I/O.
+ */
+int tbl_table_id(struct tbl_db *db, const char *table, uint64_t *id);
+int tbl_family_id(struct tbl_db *db, const char *table, const char *family, uint64_t *id);
 
 /* ------------------------------------------------------------ tables */
 
@@ -254,7 +308,7 @@ int tbl_write_rows(struct tbl_db *db, const char *table, const struct tbl_row_mu
 
 /* What a read returns and which cells it considers. */
 struct tbl_read {
-	const struct kv_snapshot *snapshot;  /* NULL: now */
+	const struct tbl_snapshot *snapshot;  /* NULL: now (tbl_snapshot_new) */
 	const char *const *families;  /* NULL: all; else nfamilies names */
 	size_t nfamilies;
 	const void *qualifier;        /* with qualifier_exact: one column; else a prefix filter */
@@ -269,6 +323,7 @@ struct tbl_read {
 	size_t prefix_len;
 	const void *start;            /* rows >= start (NULL: from the first) */
 	size_t start_len;
+	int start_exclusive;          /* rows > start instead: resume exactly after a row */
 	const void *end;              /* rows < end (NULL: to the last) */
 	size_t end_len;
 	int reverse;                  /* rows in descending key order */
@@ -318,5 +373,115 @@ struct tbl_scan_counts {
 };
 void tbl_scan_counts(const struct tbl_scan *s, struct tbl_scan_counts *c);
 void tbl_scan_free(struct tbl_scan *s);
+
+/* ------------------------------------------------------------ one cell, one row, one family */
+
+/*
+ * What a front-end asks per file: one cell, whether a row (or a family in
+ * it) exists, which families a row holds, a family's qualifiers.  None of
+ * these builds a row or copies the schema; each says what it costs.  "A
+ * seek" is one kv iterator positioning (a memtable lookup and, per level
+ * that may hold the key, a bloom-filtered block read, cached or not);
+ * "visible" is as for every read: a version that GC (max_versions, ttl, a
+ * dropped family) would remove is never seen, compacted or not.
+ */
+
+/* A cell version's metadata. */
+struct tbl_cell_stat {
+	uint64_t ts;                  /* the version's timestamp (microseconds) */
+	enum cell_type type;          /* the stored version's type */
+	size_t value_size;            /* stored payload bytes */
+	size_t text_size;             /* exact length of cell_render's output: what `cat` prints */
+};
+
+/*
+ * One version of one cell: the newest visible one (ts == TBL_TS_NEWEST) or
+ * the one with exactly timestamp ts, if visible.  snap may be NULL (now).
+ * -ENOENT: no such table, family, cell or version (or hidden by GC);
+ * -ENAMETOOLONG / -EINVAL: a row key or qualifier the validators refuse.
+ * text_size is computed without rendering big values: a string's is its
+ * length + 1, bytes' its length, the fixed-size types are rendered (a few
+ * bytes).  A string's UTF-8 is not re-checked here (tbl_get_cell does).
+ * Cost: one seek in the family's group tree; no value copied.  A version by
+ * timestamp costs one seek too, but in a family with max_versions = N it
+ * steps over at most N newer versions to count them (GC counts versions).
+ */
+int tbl_stat_cell(struct tbl_db *db, const struct tbl_snapshot *snap, const char *table,
+		  const void *row, size_t row_len, const char *family,
+		  const void *qualifier, size_t qualifier_len, uint64_t ts,
+		  struct tbl_cell_stat *st);
+/*
+ * The same (st may be NULL), plus the version's value AS TEXT: *data (malloc'd,
+ * the caller frees it; never NULL on success, even for 0 bytes) holds exactly
+ * what `cat` prints, cell_render's output -- a string's bytes and "\n",
+ * bytes exactly, numbers in decimal and "\n" -- and *len == st->text_size.
+ * A string's UTF-8 is checked (-EUCLEAN if damaged).  Cost: as tbl_stat_cell,
+ * plus one copy of the value (into *data).
+ */
+int tbl_get_cell(struct tbl_db *db, const struct tbl_snapshot *snap, const char *table,
+		 const void *row, size_t row_len, const char *family,
+		 const void *qualifier, size_t qualifier_len, uint64_t ts,
+		 struct tbl_cell_stat *st, void **data, size_t *len);
+
+/*
+ * Existence: 0 if the row has a visible cell (of family), -ENOENT if not (or
+ * no such table or family).  Cost: tbl_row_exists, one seek per locality
+ * group of the table; tbl_row_has_family, one seek in the family's group
+ * tree.  Each cell key met is decoded, no value copied; a column whose
+ * versions are all past the ttl costs one more seek.
+ */
+int tbl_row_exists(struct tbl_db *db, const char *table, const void *row, size_t row_len);
+int tbl_row_has_family(struct tbl_db *db, const char *table, const void *row, size_t row_len,
+		       const char *family);
+/*
+ * The (live) families holding visible cells in the row, in byte order of
+ * their names: *names is malloc'd, free with tbl_free_names (*n may be 0).
+ * Cost: one seek per declared family (in one iterator per group), no value
+ * read; as above, a column past its ttl costs one more.
+ */
+int tbl_row_families(struct tbl_db *db, const char *table, const void *row, size_t row_len,
+		     char ***names, size_t *n);
+
+/*
+ * Streaming listing of one family of one row, without values, resumable:
+ * the qualifiers (with TBL_COLUMNS_VERSIONS, every visible version of each)
+ * in qualifier byte order, versions newest first.  Memory does not grow
+ * with the family: one qualifier at a time.
+ */
+struct tbl_columns;
+struct tbl_column {
+	const void *qualifier;
+	size_t qualifier_len;
+	uint64_t ts;                  /* this version's timestamp */
+	int newest;                   /* 1 for the newest visible version of its qualifier */
+	enum cell_type type;
+	size_t value_size;            /* stored payload bytes */
+	size_t text_size;             /* as in tbl_cell_stat */
+};
+#define TBL_COLUMNS_VERSIONS 1u  /* list every visible version, not only the newest */
+/*
+ * after == NULL: from the first qualifier.  Otherwise strictly after
+ * (after, after_ts): without TBL_COLUMNS_VERSIONS after the qualifier
+ * `after` (after_ts is ignored); with it, after that qualifier's version
+ * after_ts (versions come newest first, so the older ones of `after` come
+ * next, then the next qualifier).  `after` need not exist any more.
+ * snap may be NULL: the listing then reads the state at this call.
+ * -ENOENT no such table or family; -EINVAL unknown flags; the row key and
+ * `after` are checked as the validators do.  The row need not exist (the
+ * listing is empty).  Free with tbl_columns_free.  The listing holds a kv
+ * iterator (so a snapshot's worth of memtables and files) until freed.
+ * Cost: one seek to start (with versions and after, a seek to the
+ * qualifier and one to the version, or with max_versions = N up to N
+ * steps); then each entry is one step.  Without versions, moving past a
+ * qualifier's older versions takes up to 8 steps, then a seek.  Values are
+ * not copied; the fixed-size types are decoded for text_size.
+ */
+int tbl_columns_new(struct tbl_db *db, const struct tbl_snapshot *snap, const char *table,
+		    const void *row, size_t row_len, const char *family,
+		    const void *after, size_t after_len, uint64_t after_ts, unsigned flags,
+		    struct tbl_columns **out);
+/* 1 and *col (valid until the next call) for the next; 0 at the end; < 0 error (sticky). */
+int tbl_columns_next(struct tbl_columns *c, const struct tbl_column **col);
+void tbl_columns_free(struct tbl_columns *c);
 
 #endif

@@ -390,7 +390,7 @@ static const struct mfam fams_t2[] = {
 static const int order_t2[] = { 1, 0 };
 
 struct msnap {
-	const struct kv_snapshot *s;
+	const struct tbl_snapshot *s;
 	struct mrow *rows[NTAB];
 };
 
@@ -2376,7 +2376,7 @@ static void op_scan(struct ctx *c)
 
 static void release_snap(struct ctx *c, int k)
 {
-	kv_snapshot_release(tbl_kv(c->db), c->snaps[k].s);
+	tbl_snapshot_release(c->db, c->snaps[k].s);
 	for (int ti = 0; ti < NTAB; ti++)
 		rows_free(c->snaps[k].rows[ti]);
 	c->snaps[k] = c->snaps[--c->nsnaps];
@@ -2398,7 +2398,7 @@ static void op_snapshot(struct ctx *c)
 		return;
 	}
 	s = &c->snaps[c->nsnaps++];
-	s->s = kv_snapshot_new(tbl_kv(c->db));
+	s->s = tbl_snapshot_new(c->db);
 	for (int ti = 0; ti < NTAB; ti++)
 		s->rows[ti] = rows_copy(c->tab[ti].rows);
 }

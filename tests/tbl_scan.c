@@ -1143,7 +1143,7 @@ static void test_groups_and_reverse(void)
 static void test_snapshots(void)
 {
 	struct tbl_read r = read_init();
-	const struct kv_snapshot *snap;
+	const struct tbl_snapshot *snap;
 	struct tbl_scan *s;
 	const struct tbl_row *row;
 
@@ -1153,7 +1153,7 @@ static void test_snapshots(void)
 	mk_family("snap", "g", "sg", 0, 0);
 	put_str("snap", "a", "f", "q", 1, "a1");
 	put_str("snap", "c", "g", "q", 1, "c1");
-	snap = kv_snapshot_new(tbl_kv(db));
+	snap = tbl_snapshot_new(db);
 	put_str("snap", "b", "f", "q", 1, "b1");
 	put_str("snap", "c", "f", "q", 1, "c-f");
 	r.snapshot = snap;
@@ -1161,7 +1161,7 @@ static void test_snapshots(void)
 		"a scan at a caller's snapshot does not see later writes");
 	text_is(row_text("snap", "b", 1, &r), "error -2",
 		"tbl_get_row at a snapshot: a row written later is -ENOENT");
-	kv_snapshot_release(tbl_kv(db), snap);
+	tbl_snapshot_release(db, snap);
 
 	/* without one, the scan takes its own when created, over every group */
 	must(tbl_scan_new(db, "snap", NULL, &s), "scan");

@@ -259,7 +259,8 @@ static void test_table_names(void)
 	is_int(tbl_table_exists(db, name), 0, "and the table exists");
 	name[TBL_MAX_NAME] = 'n';
 	name[TBL_MAX_NAME + 1] = 0;
-	is_int(tbl_create_table(db, name), -EINVAL, "a table name of 512 characters is refused");
+	is_int(tbl_create_table(db, name), -ENAMETOOLONG, "a table name of 512 characters is "
+	       "refused with -ENAMETOOLONG");
 	ok(msg_has("table name"), "and the message says it is about a table name");
 
 	is_int(tbl_create_table(db, "plane"), -EEXIST, "creating an existing table is -EEXIST");
@@ -342,7 +343,8 @@ static void test_family_names_and_settings(void)
 	       "accepted");
 	name[TBL_MAX_FAMILY_NAME] = 'f';
 	name[TBL_MAX_FAMILY_NAME + 1] = 0;
-	is_int(tbl_add_family(db, "t", name, &def), -EINVAL, "one of 65 characters is refused");
+	is_int(tbl_add_family(db, "t", name, &def), -ENAMETOOLONG, "one of 65 characters is "
+	       "refused with -ENAMETOOLONG");
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		is_int(tbl_add_family(db, "t", bad[i], &def), -EINVAL,
 		       "family name \"%s\" is refused with -EINVAL", bad[i]);

@@ -388,7 +388,7 @@ static int emit(struct exporter *e)
 }
 
 static int export_table(struct tbl_db *db, struct exporter *e, const char *table,
-			const struct kv_snapshot *snap, const void *prefix, size_t prefix_len)
+			const struct tbl_snapshot *snap, const void *prefix, size_t prefix_len)
 {
 	struct tbl_scan *scan = NULL;
 	const struct tbl_row *row;
@@ -424,7 +424,7 @@ int tio_export(struct tbl_db *db, const char *table, const void *prefix, size_t 
 	       FILE *out, struct tio_stats *st, const struct tio_progress *p)
 {
 	struct exporter e;
-	const struct kv_snapshot *snap;
+	const struct tbl_snapshot *snap;
 	char **names = NULL;
 	size_t n = 0;
 	int r;
@@ -441,7 +441,7 @@ int tio_export(struct tbl_db *db, const char *table, const void *prefix, size_t 
 		if (r)
 			return r;
 	}
-	snap = kv_snapshot_new(tbl_kv(db));
+	snap = tbl_snapshot_new(db);
 	if (table) {
 		r = export_table(db, &e, table, snap, prefix, prefix_len);
 	} else {
@@ -452,7 +452,7 @@ int tio_export(struct tbl_db *db, const char *table, const void *prefix, size_t 
 				r = 0;
 		}
 	}
-	kv_snapshot_release(tbl_kv(db), snap);
+	tbl_snapshot_release(db, snap);
 	tbl_free_names(names, n);
 	if (r == 0 && fflush(out) != 0)
 		r = KV_ERROR(-EIO, "writing the export: %s", strerror(errno ? errno : EIO));

@@ -621,6 +621,31 @@ static void lead_leave(struct kv_db *db, struct writer *w)
 	pthread_cond_destroy(&w->cv);
 }
 
+/*
+ * An empty batch with KV_SYNC: make every write committed so far durable.
+ * Holding the write lead, no group is being appended and the log cannot be
+ * switched, so syncing the current log covers everything committed (a log
+ * is synced before it is retired).  Called without mu.
+ */
+static int sync_committed(struct kv_db *db)
+{
+	struct writer w;
+	int r;
+
+	pthread_mutex_lock(&db->mu);
+	lead_enter(db, &w);
+	r = db->bg_error;
+	pthread_mutex_unlock(&db->mu);
+	if (r == 0)
+		r = wal_sync(db->wal);
+	pthread_mutex_lock(&db->mu);
+	if (r < 0 && !db->bg_error)
+		db->bg_error = r;   /* a failed fsync may have lost what it was to keep */
+	lead_leave(db, &w);
+	pthread_mutex_unlock(&db->mu);
+	return r;
+}
+
 int kv_write(struct kv_db *db, const struct kv_batch *b, unsigned flags)
 {
 	struct writer w = { .batch = b, .sync = (flags & KV_SYNC) || db->opt.sync_wal };
@@ -633,7 +658,7 @@ int kv_write(struct kv_db *db, const struct kv_batch *b, unsigned flags)
 	if (db->opt.read_only)
 		return db_read_only(db);
 	if (kv_batch_count(b) == 0)
-		return 0;
+		return (flags & KV_SYNC) ? sync_committed(db) : 0;
 	pthread_cond_init(&w.cv, NULL);
 	pthread_mutex_lock(&db->mu);
 	if (db->writers_tail)

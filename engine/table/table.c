@@ -76,7 +76,8 @@ struct gc_ctx {
 
 static void schema_changed(struct tbl_db *db)
 {
-	((struct gc_ctx *)db->gc.arg)->generation++;
+	/* atomic: tbl_schema_generation reads it without the lock */
+	__atomic_add_fetch(&((struct gc_ctx *)db->gc.arg)->generation, 1, __ATOMIC_RELEASE);
 }
 
 /*
@@ -140,21 +141,49 @@ static int family_name_ok(const char *s)
 	return 1;
 }
 
-static int check_table_name(const char *table)
+int tbl_check_table_name(const char *name)
 {
-	if (!table_name_ok(table))
+	if (!name)
+		return KV_ERROR(-EINVAL, "no table name");
+	if (strnlen(name, TBL_MAX_NAME + 1) > TBL_MAX_NAME)
+		return KV_ERROR(-ENAMETOOLONG, "table name \"%.60s...\": longer than the limit "
+				"of %u characters", name, TBL_MAX_NAME);
+	if (!table_name_ok(name))
 		return KV_ERROR(-EINVAL, "table name \"%.600s\": a table name is 1 to %u of "
-				"A-Z a-z 0-9 - _ . # $, and not \".\" or \"..\"", table,
+				"A-Z a-z 0-9 - _ . # $, and not \".\" or \"..\"", name,
 				TBL_MAX_NAME);
 	return 0;
 }
 
+int tbl_check_family_name(const char *name)
+{
+	if (!name)
+		return KV_ERROR(-EINVAL, "no family name");
+	if (strnlen(name, TBL_MAX_FAMILY_NAME + 1) > TBL_MAX_FAMILY_NAME)
+		return KV_ERROR(-ENAMETOOLONG, "family name \"%.60s...\": longer than the limit "
+				"of %u characters", name, TBL_MAX_FAMILY_NAME);
+	if (!family_name_ok(name))
+		return KV_ERROR(-EINVAL, "family name \"%.100s\": a family name is 1 to %u of "
+				"A-Z a-z 0-9 - _ ., and not \".\" or \"..\"", name,
+				TBL_MAX_FAMILY_NAME);
+	return 0;
+}
+
+static int check_table_name(const char *table)
+{
+	return tbl_check_table_name(table);
+}
+
 static int check_family_name(const char *table, const char *family)
 {
-	if (!family_name_ok(family))
-		return KV_ERROR(-EINVAL, "table %s: family name \"%.100s\": a family name is 1 to "
-				"%u of A-Z a-z 0-9 - _ ., and not \".\" or \"..\"", table, family,
-				TBL_MAX_FAMILY_NAME);
+	int r = tbl_check_family_name(family);
+
+	if (r < 0) {
+		char why[512];
+
+		snprintf(why, sizeof(why), "%s", kv_strerror(r));
+		return KV_ERROR(r, "table %s: %s", table, why);
+	}
 	return 0;
 }
 
@@ -189,9 +218,17 @@ int tbl_check_row(const void *row, size_t len)
 	return 0;
 }
 
+int tbl_check_row_key(const void *row, size_t len)
+{
+	if (len && !row)
+		return KV_ERROR(-EINVAL, "a NULL row key of %zu bytes", len);
+	return tbl_check_row(row, len);
+}
+
 int tbl_check_qualifier(const void *q, size_t len)
 {
-	(void)q;
+	if (len && !q)
+		return KV_ERROR(-EINVAL, "a NULL qualifier of %zu bytes", len);
 	if (len > TBL_MAX_QUALIFIER)
 		return KV_ERROR(-ENAMETOOLONG, "qualifier of %zu bytes is longer than the limit of "
 				"%u bytes", len, TBL_MAX_QUALIFIER);
@@ -1194,6 +1231,79 @@ int tbl_close(struct tbl_db *db)
 struct kv_db *tbl_kv(struct tbl_db *db)
 {
 	return db->kv;
+}
+
+/*
+ * An empty batch with KV_SYNC: kv_write syncs the log without writing to
+ * it.  A read-only database has nothing unsynced: 0, as fsync(2) of a file
+ * on a read-only filesystem.
+ */
+int tbl_sync(struct tbl_db *db)
+{
+	struct kv_batch *b;
+	int r;
+
+	if (db->opt.kv.read_only)
+		return 0;
+	b = kv_batch_new();
+	r = kv_write(db->kv, b, KV_SYNC);
+
+	kv_batch_free(b);
+	if (r < 0)
+		return error_context(r, "syncing the write-ahead log");
+	return 0;
+}
+
+const struct tbl_snapshot *tbl_snapshot_new(struct tbl_db *db)
+{
+	return (const struct tbl_snapshot *)kv_snapshot_new(db->kv);
+}
+
+void tbl_snapshot_release(struct tbl_db *db, const struct tbl_snapshot *snap)
+{
+	if (snap)
+		kv_snapshot_release(db->kv, tsch_kv_snap(snap));
+}
+
+uint64_t tbl_schema_generation(struct tbl_db *db)
+{
+	return __atomic_load_n(&((struct gc_ctx *)db->gc.arg)->generation, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * Table ids come from the durable 'N' counter and are never handed out
+ * twice (a drop leaves the counter alone), so they identify a table's
+ * incarnation.  Family ids are unique only within their table: the public
+ * id puts the table's id above them.
+ */
+int tbl_table_id(struct tbl_db *db, const char *table, uint64_t *id)
+{
+	struct tsch_table *t;
+	int r = tsch_lock_table(db, table, &t);
+
+	if (r < 0)
+		return r;
+	*id = t->id;
+	tsch_unlock(db);
+	return 0;
+}
+
+int tbl_family_id(struct tbl_db *db, const char *table, const char *family, uint64_t *id)
+{
+	struct tsch_table *t;
+	struct tsch_family *f;
+	int r = tsch_lock_table(db, table, &t);
+
+	if (r < 0)
+		return r;
+	f = family ? tsch_find_family(t, family) : NULL;
+	if (f)
+		*id = (uint64_t)t->id << 16 | f->id;
+	else
+		r = KV_ERROR(-ENOENT, "table %s, family %.100s: no such family", table,
+			     family ? family : "(null)");
+	tsch_unlock(db);
+	return r;
 }
 
 /* ------------------------------------------------------------ tables */

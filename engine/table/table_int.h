@@ -8,6 +8,8 @@
  *              garbage-collection compaction filter
  *   tmutate.c  row mutations, increment, append, check-and-mutate
  *   tscan.c    row reads and scans, with the read-time GC rules
+ *   tread.c    per-file reads: one cell, row and family existence, the
+ *              families of a row, a family's columns (streamed)
  *
  * Names: tbl_ is for what table.h declares; the private helpers carry their
  * file's prefix (tsch_ for table.c's schema, clock and locks, tmut_ for
@@ -77,6 +79,16 @@ struct tbl_db {
 	struct kv_compaction_filter gc;
 };
 
+/*
+ * A table snapshot (table.h) is the kv snapshot underneath under its public
+ * name: tbl_snapshot_new returns a kv snapshot so converted, and every read
+ * converts it back here.  Nothing else is ever stored behind the pointer.
+ */
+static inline const struct kv_snapshot *tsch_kv_snap(const struct tbl_snapshot *s)
+{
+	return (const struct kv_snapshot *)s;
+}
+
 /* ---- table.c: schema lookups.  REQUIRE db->schema_lock held (read or write). */
 struct tsch_table *tsch_find_table(struct tbl_db *db, const char *name);
 struct tsch_table *tsch_table_by_id(struct tbl_db *db, uint32_t id);
@@ -106,9 +118,11 @@ uint64_t tsch_wall(void);
 /* The row's lock stripe. */
 pthread_mutex_t *tsch_row_lock(struct tbl_db *db, uint32_t table, const void *row, size_t len);
 
-/* Validate a row key / qualifier against the limits (-ENAMETOOLONG with a message). */
+/*
+ * Validate a row key against the limit (-ENAMETOOLONG with a message); the
+ * public tbl_check_row_key also refuses a NULL key with a length.
+ */
 int tbl_check_row(const void *row, size_t len);
-int tbl_check_qualifier(const void *q, size_t len);
 
 /*
  * Is version ts of a cell in family f visible under the GC policy, given it

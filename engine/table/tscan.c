@@ -376,7 +376,11 @@ static void setup_bounds(struct tbl_scan *s, const struct tbl_read *r, const str
 	}
 	if (r->start) {
 		buf_clear(&b);
-		tkey_row_prefix(&b, s->table_id, slice_make(r->start, r->start_len));
+		/* start_exclusive: from the first key after start's row */
+		if (r->start_exclusive)
+			tkey_row_end(&b, s->table_id, slice_make(r->start, r->start_len));
+		else
+			tkey_row_prefix(&b, s->table_id, slice_make(r->start, r->start_len));
 		raise_lower(&s->lower, buf_slice(&b));
 	}
 	if (r->end) {
@@ -496,7 +500,7 @@ static int scan_create(struct tbl_db *db, struct tsch_table *t, const struct tbl
 	setup_bounds(s, r, row);
 	s->now = tsch_wall();
 	if (r->snapshot) {
-		s->snap = r->snapshot;
+		s->snap = tsch_kv_snap(r->snapshot);
 	} else {
 		s->snap = kv_snapshot_new(db->kv);
 		s->own_snap = 1;
