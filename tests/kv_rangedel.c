@@ -7,7 +7,10 @@
  * reference that looks at every tombstone for every probe key, for the
  * fragments themselves, for rdel_set_find and rdel_set_covering, for the
  * cursor moving forward, backward and jumping, and for the max_seq and
- * newest_only variants.
+ * newest_only variants.  The memtable's range index (rdel_index) is checked
+ * the same way as tombstones arrive one by one: its point answers, what it
+ * hands an iterator for a key span, views kept across later adds, and that
+ * a span away from the tombstones is handed nothing.
  */
 #include "rangedel.h"
 #include "dbformat.h"
@@ -389,12 +392,152 @@ static void test_many(void)
 	free(k);
 }
 
+/* ------------------------------------------------------------ the range index */
+
+/*
+ * An iterator's use of the index: the tombstones collected for [lo, hi) at
+ * snap, built into a newest_only set, must answer every key of the span as
+ * brute force over all tombstones does; and nothing collected may lie wholly
+ * outside the span.
+ */
+static int collect_agrees(const struct world *w, const struct rdel_view *v, const char *lo,
+			  const char *hi, uint64_t snap)
+{
+	struct slice l = slice_str(lo), h = slice_str(hi);
+	struct rtomb *t = NULL;
+	size_t n = 0, cap = 0;
+	struct rdel_set *s;
+	int good = 1;
+
+	rdel_view_collect(v, &l, &h, snap, &t, &n, &cap);
+	for (size_t i = 0; i < n; i++)
+		if (slice_cmp(t[i].end, l) <= 0 || slice_cmp(t[i].start, h) >= 0 || t[i].seq > snap)
+			good = 0;
+	s = rdel_set_build(t, n, snap, 1);
+	for (size_t p = 0; p < w->nprobe; p++) {
+		struct slice k = slice_str(w->probe[p]);
+		if (slice_cmp(k, l) < 0 || slice_cmp(k, h) >= 0)
+			continue;
+		if (rdel_set_covering(s, k, snap) != brute_covering(w, k, snap, SEQ_MAX))
+			good = 0;
+	}
+	rdel_set_free(s);
+	free(t);
+	return good;
+}
+
+static void test_index(void)
+{
+	size_t bad_point = 0, bad_collect = 0, bad_old = 0, bad_sets = 0, checks = 0;
+
+	for (size_t r = 0; r < 150; r++) {
+		struct world w, part;
+		struct rdel_index *x = rdel_index_new();
+		struct rdel_view *old = NULL;
+		size_t old_n = 0;
+
+		make_world(&w, 1 + rand_next(&rng) % 40);
+		part = w;
+		for (size_t i = 0; i < w.n; i++) {
+			struct rdel_view *v;
+
+			rdel_index_add(x, w.t[i].start, w.t[i].end, w.t[i].seq);
+			part.n = i + 1;
+			v = rdel_index_view(x);
+			/* a binary counter: never more sets than bits in the count */
+			size_t bits = 0;
+			for (size_t c = i + 1; c; c >>= 1)
+				bits++;
+			bad_sets += rdel_view_sets(v) > bits;
+			for (size_t p = 0; p < w.nprobe; p++) {
+				struct slice k = slice_str(w.probe[p]);
+				uint64_t snap = rand_next(&rng) % 2 ? SEQ_MAX
+								    : rand_next(&rng) % (3 * w.n + 4);
+				bad_point += rdel_view_covering(v, k, snap) !=
+					     brute_covering(&part, k, snap, SEQ_MAX);
+			}
+			for (int q = 0; q < 4; q++) {
+				const char *a = w.probe[rand_next(&rng) % w.nprobe];
+				const char *b = w.probe[rand_next(&rng) % w.nprobe];
+				uint64_t snap = q % 2 ? SEQ_MAX : rand_next(&rng) % (3 * w.n + 4);
+				if (strcmp(a, b) > 0) {
+					const char *c = a;
+					a = b;
+					b = c;
+				}
+				bad_collect += !collect_agrees(&part, v, a, b, snap);
+				checks++;
+			}
+			/* keep one view while later tombstones arrive: it must not change */
+			if (i == w.n / 2) {
+				old = v;
+				old_n = i + 1;
+			} else {
+				rdel_view_release(v);
+			}
+		}
+		if (old) {
+			part.n = old_n;
+			for (size_t p = 0; p < w.nprobe; p++) {
+				struct slice k = slice_str(w.probe[p]);
+				bad_old += rdel_view_covering(old, k, SEQ_MAX) !=
+					   brute_covering(&part, k, SEQ_MAX, SEQ_MAX);
+			}
+			rdel_view_release(old);
+		}
+		rdel_index_free(x);
+		free_world(&w);
+	}
+	ok(bad_point == 0, "the range index answers which tombstone covers a key as brute force "
+	   "does, after every add, at random snapshots");
+	ok(bad_collect == 0, "what the index hands an iterator for a key span (%zu spans) lies in "
+	   "the span and answers every key in it as brute force does", checks);
+	ok(bad_old == 0, "a view taken earlier still answers as of its time after later adds");
+	ok(bad_sets == 0, "the index holds at most log2(n)+1 sets");
+}
+
+static void test_index_unrelated(void)
+{
+	/* 20000 row-like tombstones in one table; a span of another table is handed none. */
+	size_t n = 20000, nt = 0, cap = 0;
+	struct rdel_index *x = rdel_index_new();
+	struct rdel_view *v;
+	struct rtomb *t = NULL;
+	char a[16], b[16];
+	struct slice lo = slice_str("u"), hi = slice_str("v"), mid;
+
+	for (size_t i = 0; i < n; i++) {
+		snprintf(a, sizeof(a), "t%06zu", i);
+		snprintf(b, sizeof(b), "t%06zu\x01", i);
+		rdel_index_add(x, slice_str(a), slice_str(b), i + 1);
+	}
+	/* and one large tombstone over part of them, as a dropped family would be */
+	rdel_index_add(x, slice_str("t000100"), slice_str("t000200"), n + 1);
+	v = rdel_index_view(x);
+	rdel_view_collect(v, &lo, &hi, SEQ_MAX, &t, &nt, &cap);
+	is_int(nt, 0, "a span away from 20001 tombstones is handed none of them");
+	mid = slice_str("t000150");
+	is_int(rdel_view_covering(v, mid, SEQ_MAX), n + 1, "a key under the large tombstone is "
+	       "covered by it");
+	is_int(rdel_view_covering(v, mid, n), 151, "at an older snapshot, by its row's tombstone");
+	lo = slice_str("t000150");
+	hi = slice_str("t000152");
+	rdel_view_collect(v, &lo, &hi, SEQ_MAX, &t, &nt, &cap);
+	ok(nt >= 2 && nt <= 8, "a span of two rows is handed only the few fragments there (%zu)",
+	   nt);
+	free(t);
+	rdel_view_release(v);
+	rdel_index_free(x);
+}
+
 int main(void)
 {
 	plan_lazy();
 	test_shapes();
 	test_random();
 	test_many();
+	test_index();
+	test_index_unrelated();
 	done_testing();
 	return exit_status();
 }

@@ -843,27 +843,15 @@ uint64_t db_oldest_snapshot(struct kv_db *db)
 }
 
 /*
- * The largest sequence <= snap of a memtable tombstone covering ukey.  The
- * tombstones sit in start order; every one starting at or before ukey is a
- * candidate, so this is linear in those (few, in a memtable).
+ * The largest sequence <= snap of a memtable tombstone covering ukey: a
+ * binary search in each of the few sets of the memtable's range index.
  */
 static uint64_t mem_covering(struct memtable *m, struct slice ukey, uint64_t snap)
 {
-	struct iter *it;
-	uint64_t best = 0;
+	struct rdel_view *v = mem_range_view(m);
+	uint64_t best = rdel_view_covering(v, ukey, snap);
 
-	if (mem_range_dels(m) == 0)
-		return 0;
-	it = mem_range_iter_new(m);
-	for (iter_seek_first(it); iter_valid(it); iter_next(it)) {
-		struct slice k = iter_key(it);
-		if (slice_cmp(ikey_user(k), ukey) > 0)
-			break;
-		uint64_t s = ikey_seq(k);
-		if (s <= snap && s > best && slice_cmp(ukey, iter_value(it)) < 0)
-			best = s;
-	}
-	iter_destroy(it);
+	rdel_view_release(v);
 	return best;
 }
 

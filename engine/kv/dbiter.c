@@ -9,7 +9,8 @@
  * newest visible version, or a range tombstone newer than the version), and
  * the older versions of each key.
  *
- * Range tombstones of the memtables are gathered once, at creation, into one
+ * Range tombstones of the memtables that overlap the iterator's bounds are
+ * gathered once, at creation, from each memtable's range index into one
  * fragmented set holding for each fragment the newest sequence visible at
  * the snapshot; the tables' are read from each table's own fragmented set
  * (version.h's tombstone cursor).  Cursors then answer "is this key
@@ -47,27 +48,24 @@ struct kv_iter {
 	struct buf seek_key;
 };
 
-static void collect_mem(struct memtable *m, uint64_t snap, struct rtomb **t, size_t *n, size_t *cap)
+/*
+ * Append m's tombstones visible at the snapshot that overlap the iterator's
+ * bounds: the memtable's index hands over only those, so the cost follows
+ * the iterator's span, not what was deleted elsewhere in the tree.  The keys
+ * point into the returned view (NULL if none), which the caller releases
+ * once it has built its set (rdel_set_build copies them).
+ */
+static struct rdel_view *collect_mem(struct kv_iter *it, struct memtable *m, struct rtomb **t,
+				     size_t *n, size_t *cap)
 {
-	struct iter *it;
+	struct slice lo = buf_slice(&it->lower), hi = buf_slice(&it->upper);
+	struct rdel_view *v;
 
-	if (!m || mem_range_dels(m) == 0)
-		return;
-	it = mem_range_iter_new(m);
-	for (iter_seek_first(it); iter_valid(it); iter_next(it)) {
-		struct slice k = iter_key(it);
-		if (ikey_seq(k) > snap)
-			continue;
-		if (*n == *cap) {
-			*cap = *cap ? *cap * 2 : 16;
-			*t = xrealloc(*t, *cap * sizeof(**t));
-		}
-		(*t)[*n].start = ikey_user(k);
-		(*t)[*n].end = iter_value(it);
-		(*t)[*n].seq = ikey_seq(k);
-		(*n)++;
-	}
-	iter_destroy(it);
+	if (!m || !(v = mem_range_view(m)))
+		return NULL;
+	rdel_view_collect(v, it->has_lower ? &lo : NULL, it->has_upper ? &hi : NULL, it->seq, t, n,
+			  cap);
+	return v;
 }
 
 struct kv_iter *kv_iter_new(struct kv_db *db, const struct kv_read_options *ro)
@@ -78,6 +76,7 @@ struct kv_iter *kv_iter_new(struct kv_db *db, const struct kv_read_options *ro)
 	size_t n = 0;
 	struct rtomb *t = NULL;
 	size_t nt = 0, cap = 0;
+	struct rdel_view *vm, *vi;
 	int fill;
 
 	if (!ro)
@@ -118,12 +117,14 @@ struct kv_iter *kv_iter_new(struct kv_db *db, const struct kv_read_options *ro)
 	free(children);
 
 	/*
-	 * The memtables' tombstones are gathered here (few: they are bounded by
-	 * the write buffer); the tables' come fragmented once per version.
+	 * The memtables' tombstones within the bounds are gathered here; the
+	 * tables' come fragmented once per version.
 	 */
-	collect_mem(it->mem, it->seq, &t, &nt, &cap);
-	collect_mem(it->imm, it->seq, &t, &nt, &cap);
+	vm = collect_mem(it, it->mem, &t, &nt, &cap);
+	vi = collect_mem(it, it->imm, &t, &nt, &cap);
 	it->tombs = rdel_set_build(t, nt, it->seq, 1);
+	rdel_view_release(vm);
+	rdel_view_release(vi);
 	free(t);
 	rdel_cursor_init(&it->cursor, it->tombs);
 	it->vcursor = vtomb_cursor_new(it->v);

@@ -18,6 +18,7 @@
  * at the higher levels; it then just takes the slower path to it.
  */
 #include "memtable.h"
+#include "rangedel.h"
 
 #include <assert.h>
 #include <pthread.h>
@@ -500,6 +501,7 @@ struct memtable {
 	struct arena arena;
 	struct skiplist points;     /* KT_PUT and KT_DELETE entries */
 	struct skiplist ranges;     /* KT_RANGE_DEL: key = ikey(start), value = end */
+	struct rdel_index *rindex;  /* the same tombstones, indexed by range for readers */
 	int refs;                   /* atomic */
 	/* Written by the writer, read by anyone (atomics). */
 	uint64_t entries;
@@ -521,6 +523,7 @@ struct memtable *mem_new_pooled(struct mem_pool *p)
 	/* Fixed seeds: the shape of a skiplist is then reproducible from its inserts. */
 	skip_init(&m->points, &m->arena, 0x5eed0001);
 	skip_init(&m->ranges, &m->arena, 0x5eed0002);
+	m->rindex = rdel_index_new();
 	m->refs = 1;
 	return m;
 }
@@ -543,6 +546,7 @@ void mem_unref(struct memtable *m)
 	assert(old > 0);
 	if (old != 1)
 		return;
+	rdel_index_free(m->rindex);
 	arena_free(&m->arena);
 	free(m);
 }
@@ -568,6 +572,7 @@ void mem_add(struct memtable *m, uint64_t seq, int type, struct slice key, struc
 
 	if (type == KT_RANGE_DEL) {
 		skip_insert(&m->ranges, &m->arena, key, ikey_pack(seq, type), value);
+		rdel_index_add(m->rindex, key, value, seq);
 		counter_inc(&m->range_dels);
 	} else {
 		if (type == KT_DELETE)
@@ -612,6 +617,11 @@ uint64_t mem_entries(const struct memtable *m)
 uint64_t mem_range_dels(const struct memtable *m)
 {
 	return __atomic_load_n(&m->range_dels, __ATOMIC_RELAXED);
+}
+
+struct rdel_view *mem_range_view(struct memtable *m)
+{
+	return mem_range_dels(m) ? rdel_index_view(m->rindex) : NULL;
 }
 
 uint64_t mem_max_seq(const struct memtable *m)

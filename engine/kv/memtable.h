@@ -58,6 +58,12 @@ int mem_get(struct memtable *m, struct slice ukey, uint64_t snap_seq, int *type,
 struct iter *mem_iter_new(struct memtable *m);
 /* Iterator over range tombstones: key = ikey(start, seq, KT_RANGE_DEL), value = end. */
 struct iter *mem_range_iter_new(struct memtable *m);
+/*
+ * The range tombstones indexed by range (rangedel.h), for readers that want
+ * only those overlapping their keys: NULL when there are none.  The caller
+ * releases it (rdel_view_release) and holds a reference to m meanwhile.
+ */
+struct rdel_view *mem_range_view(struct memtable *m);
 
 size_t mem_bytes(const struct memtable *m);      /* arena bytes in use */
 uint64_t mem_entries(const struct memtable *m);  /* point entries */

@@ -59,4 +59,47 @@ uint64_t rdel_cursor_covering(struct rdel_cursor *c, struct slice ukey, uint64_t
 /* The fragment the last covering() call found covering its key, or NULL. */
 const struct rdel_frag *rdel_cursor_frag(const struct rdel_cursor *c);
 
+/*
+ * A growing collection of range tombstones indexed by range, for a
+ * memtable: a reader asks only for the tombstones overlapping its key span,
+ * at a cost that depends on those (and on the logarithm of the rest), not on
+ * how many were added elsewhere.
+ *
+ * It is a log-structured set of fragmented sets (Bentley and Saxe's
+ * binary-counter method): each add makes a set of one tombstone, then merges
+ * it with the newest sets while they hold no more tombstones than it does.
+ * Sets then hold 1, 2, 4, ... tombstones, there are O(log n) of them, a
+ * merge of two fragmented sets is linear in their sizes, so an add costs
+ * O(log n) amortised and the largest merge is linear in n; a lookup does a
+ * binary search in each set.
+ *
+ * Readers take a view: an immutable, reference-counted list of the sets as
+ * they were, which the writer never changes (it publishes a new view under a
+ * short mutex).  REQUIRES: one writer at a time (the memtable's writer);
+ * any number of readers concurrently with it.
+ */
+struct rdel_index;
+struct rdel_view;
+
+struct rdel_index *rdel_index_new(void);
+void rdel_index_free(struct rdel_index *x);   /* REQUIRES: no view outstanding */
+/* Add [start, end) @ seq (copies the keys).  REQUIRES start < end. */
+void rdel_index_add(struct rdel_index *x, struct slice start, struct slice end, uint64_t seq);
+
+/* The current view, or NULL while the index is empty; release it when done. */
+struct rdel_view *rdel_index_view(struct rdel_index *x);
+void rdel_view_release(struct rdel_view *v);   /* v may be NULL */
+/*
+ * Append to (*t, *n, *cap) (a realloc'd array, the caller frees it) one
+ * tombstone per fragment overlapping [lo, hi) (NULL: unbounded), with the
+ * newest sequence <= snap covering that fragment.  The keys point into the
+ * view: valid while it is held.
+ */
+void rdel_view_collect(const struct rdel_view *v, const struct slice *lo, const struct slice *hi,
+		       uint64_t snap, struct rtomb **t, size_t *n, size_t *cap);
+/* The largest sequence <= snap of a tombstone covering ukey; 0 if none. */
+uint64_t rdel_view_covering(const struct rdel_view *v, struct slice ukey, uint64_t snap);
+/* The number of sets in the view (for tests: O(log n)). */
+size_t rdel_view_sets(const struct rdel_view *v);
+
 #endif
