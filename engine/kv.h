@@ -292,6 +292,22 @@ int kv_verify(struct kv_db *db, void (*report)(void *arg, const char *file, uint
  */
 int kv_stray_files(struct kv_db *db, char ***names, size_t *n);
 
+/*
+ * Salvage a damaged database in dir (which must not be open: it is locked
+ * as for writing) into one that opens, keeping everything that can be read:
+ * tables whose blocks verify, the blocks that verify of damaged tables
+ * (rewritten into new tables), log records up to the first damaged one, the
+ * manifest's records up to the first damaged one (or, without a manifest,
+ * the tables and logs found).  Nothing is deleted: what cannot be used is
+ * moved into dir/lost/.  Every file changed, moved or dropped is reported
+ * through report (may be NULL), one sentence each, with what was lost (the
+ * number of entries or records and the key range, where known).  Returns 0
+ * if the database then opens and kv_verify finds nothing, else the error.
+ * opt (may be NULL) gives the environment and the settings of new tables.
+ */
+int kv_repair(const char *dir, const struct kv_options *opt,
+	      void (*report)(void *arg, const char *msg), void *arg);
+
 /* Remove every file of the database in dir (which must not be open). */
 int kv_destroy(const char *dir, struct kv_env *env);
 

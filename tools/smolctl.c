@@ -1941,6 +1941,54 @@ static int run_check(const struct cmd *c, int argc, char **argv)
 	return 0;
 }
 
+/* ------------------------------------------------------------ repair */
+
+static void repair_report(void *arg, const char *msg)
+{
+	(void)arg;
+	printf("%s: %s\n", datadir, msg);
+	fflush(stdout);
+}
+
+static int run_repair(const struct cmd *c, int argc, char **argv)
+{
+	struct kv_options ko;
+	struct tbl_options to;
+	struct tbl_db *db;
+	struct opts o;
+	struct stat st;
+	int ch, r;
+
+	opts_init(&o, c, argc, argv, "", NULL);
+	while ((ch = opts_next(&o)) != OPT_DONE) {
+		if (ch == OPT_HELP)
+			return cmd_help_text(c);
+		return EXIT_USAGE;
+	}
+	if ((r = want_args(&o, 0, NULL)) || (r = need_datadir(c)))
+		return r;
+	if (stat(datadir, &st) < 0 || !S_ISDIR(st.st_mode))
+		return open_failed(-ENOENT);
+	kv_options_init(&ko);
+	ko.log = engine_log;
+	ko.log_arg = (void *)datadir;
+	r = kv_repair(datadir, &ko, repair_report, NULL);
+	if (r == -EBUSY)
+		return open_failed(r);
+	if (r < 0)
+		return fail(r, "repair");
+	/* the table layer on top: its schema must load (a lost group tree is made anew) */
+	tbl_options_init(&to);
+	if (max_value_size)
+		to.max_value_size = max_value_size;
+	to.kv = ko;
+	to.kv.create_if_missing = 0;
+	r = tbl_open(datadir, &to, &db);
+	if (r < 0)
+		return fail(r, "repair: the table layer cannot open the repaired database");
+	return db_close(db, 0);
+}
+
 /* ------------------------------------------------------------ compact */
 
 static void print_compact_sizes(const char *when, const struct tree_sizes *t)
@@ -2635,7 +2683,15 @@ static const struct cmd commands[] = {
 	  "then loads the schema and reads every table's cells.  Each problem is printed\n"
 	  "on standard output as FILE at OFFSET: MESSAGE.  The exit status is 1 if there\n"
 	  "was any, 0 if none.  The kv layer is checked first, opened on its own, so\n"
-	  "check works when the table layer cannot open the database.\n\n" },
+	  "check works when the table layer cannot open the database.  check opens the\n"
+	  "database read-only: it changes nothing, and lists stray files without\n"
+	  "deleting them.\n\n" },
+	{ "repair", run_repair, "",
+	  "Salvage a damaged database into one that opens.",
+	  "Keeps what can be read: tables that verify, the readable blocks of damaged\n"
+	  "tables, log and manifest records before the first damaged one.  What cannot\n"
+	  "be used is moved into DATADIR/lost/, never deleted.  Each file changed, moved\n"
+	  "or dropped is listed on standard output, with what was lost.\n\n" },
 	{ "compact", run_compact, "[TABLE]",
 	  "Compact the whole database, or one table.",
 	  "Moves every file of the table (without TABLE: of every table) to the last\n"

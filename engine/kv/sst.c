@@ -1525,3 +1525,69 @@ out:
 		return r;
 	return v.problems ? -EUCLEAN : 0;
 }
+
+int sst_salvage(struct sst *t, int (*add)(void *arg, struct slice ikey, struct slice value),
+		void (*bad)(void *arg, uint64_t off, struct slice lo, struct slice hi),
+		void *arg)
+{
+	struct iter *idx = blk_iter_new(&t->index, ikey_cmp_fn, NULL, NULL);
+	struct buf prev = BUF_INIT, lo = BUF_INIT;
+	int r = 0;
+
+	for (iter_seek_first(idx); iter_valid(idx) && r == 0; iter_next(idx)) {
+		struct slice sep = iter_key(idx), contents;
+		struct blk_handle h;
+		struct block blk;
+		struct iter *it;
+		char *mem = NULL;
+		int rb;
+
+		if (!get_handle(iter_value(idx), &h) || !handle_fits(h, t->data_end)) {
+			bad(arg, t->meta[META_INDEX].off, buf_slice(&lo), sep);
+			buf_set(&lo, sep.data, sep.len);
+			continue;
+		}
+		rb = read_block(t, h, "data", &mem, &contents);
+		if (rb == 0)
+			rb = blk_parse(contents, &blk);
+		if (rb == 0) {
+			/* check the whole block before handing out any of it */
+			struct buf p = BUF_INIT;
+			buf_set(&p, prev.data, prev.len);
+			it = blk_iter_new(&blk, ikey_cmp_fn, NULL, NULL);
+			for (iter_seek_first(it); iter_valid(it) && rb == 0; iter_next(it)) {
+				struct slice k = iter_key(it);
+				if (!ikey_valid(k) || ikey_type(k) == KT_RANGE_DEL ||
+				    (p.len && ikey_cmp(buf_slice(&p), k) >= 0) || ikey_cmp(k, sep) > 0)
+					rb = -EUCLEAN;
+				else
+					buf_set(&p, k.data, k.len);
+			}
+			if (rb == 0 && iter_status(it) < 0)
+				rb = iter_status(it);
+			iter_destroy(it);
+			buf_free(&p);
+		}
+		if (rb == 0) {
+			it = blk_iter_new(&blk, ikey_cmp_fn, NULL, NULL);
+			for (iter_seek_first(it); iter_valid(it) && r == 0; iter_next(it)) {
+				struct slice k = iter_key(it);
+				r = add(arg, k, iter_value(it));
+				buf_set(&prev, k.data, k.len);
+			}
+			iter_destroy(it);
+		} else if (rb != -EUCLEAN && rb != -EIO) {
+			r = rb;
+		} else {
+			bad(arg, h.off, buf_slice(&lo), sep);
+		}
+		free(mem);
+		buf_set(&lo, sep.data, sep.len);
+	}
+	if (r == 0 && iter_status(idx) < 0)
+		r = iter_status(idx);
+	iter_destroy(idx);
+	buf_free(&prev);
+	buf_free(&lo);
+	return r;
+}

@@ -137,5 +137,18 @@ const struct sst_props *sst_get_props(const struct sst *t);
  * the errno of an I/O error, which ends the check after reporting it).
  */
 int sst_verify(struct sst *t, void (*report)(void *arg, uint64_t off, const char *msg), void *arg);
+/*
+ * For repair: every point entry of every data block that reads back whole
+ * (checksum, format, key order), in order, through add (which may fail the
+ * salvage with its error); for each block that does not, bad(off, lo, hi)
+ * with the internal-key range the index gives it (lo: the previous block's
+ * separator, empty for the first block; hi: its own).  Range tombstones
+ * are not included (sst_range_dels has them; the open read them whole).
+ * Returns 0, or an error of add or of the index (damage in a data block is
+ * not an error here: it is what bad reports).
+ */
+int sst_salvage(struct sst *t, int (*add)(void *arg, struct slice ikey, struct slice value),
+		void (*bad)(void *arg, uint64_t off, struct slice lo, struct slice hi),
+		void *arg);
 
 #endif
