@@ -936,6 +936,103 @@ static void test_fault_log(struct kv_env *fe)
 	env_fault_clear(fe);
 }
 
+/*
+ * A file of 2 synced KiB and 5 more pages' worth unsynced (the last page
+ * partly), cut under model; returns what is left, *len its length.
+ */
+#define CP_SYNCED 2048
+#define CP_TOTAL (CP_SYNCED + 4 * 4096 + 1000)
+
+static char *cut_one(enum env_cut_model model, uint64_t seed, const char *name,
+		     const char *data, size_t *len)
+{
+	struct kv_env *fe = env_fault_new(env_posix());
+	struct env_file *f = NULL;
+	const char *path = tpath("cp/%s", name);
+	char *b;
+
+	env_fault_cut_model(fe, model, seed);
+	env_open_append(fe, path, &f);
+	env_sync_dir(fe, tpath("cp"));
+	env_append(f, data, CP_SYNCED);
+	env_sync(f);
+	env_append(f, data + CP_SYNCED, CP_TOTAL - CP_SYNCED);
+	env_close(f);
+	env_fault_power_cut_after(fe, 0);
+	env_fault_drop_unsynced(fe);
+	env_fault_free(fe);
+	b = slurp(path, len);
+	return b;
+}
+
+/* 1 if every byte of [off, end) is zero. */
+static int all_zero(const char *p, size_t off, size_t end)
+{
+	for (; off < end; off++)
+		if (p[off])
+			return 0;
+	return 1;
+}
+
+static void test_cut_pages(void)
+{
+	static char data[CP_TOTAL];
+	int seen[3] = { 0, 0, 0 }, bad = 0, synced_ok = 1;
+	size_t len;
+	char *b;
+
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (char)(1 + i % 251);
+	env_mkdir(env_posix(), tpath("cp"));
+	env_sync_dir(env_posix(), tmpdir);
+
+	b = cut_one(ENV_CUT_DROP, 1, "drop", data, &len);
+	is_mem(b, len, data, CP_SYNCED, "ENV_CUT_DROP: only the synced bytes remain");
+	free(b);
+	b = cut_one(ENV_CUT_KEEP, 1, "keep", data, &len);
+	is_mem(b, len, data, CP_TOTAL, "ENV_CUT_KEEP: every byte remains");
+	free(b);
+	b = cut_one(ENV_CUT_ZERO, 1, "zero", data, &len);
+	ok(b && len == CP_TOTAL && !memcmp(b, data, CP_SYNCED) && all_zero(b, CP_SYNCED, len),
+	   "ENV_CUT_ZERO: the synced bytes, then zeros to the file's length");
+	free(b);
+
+	/* each page kept whole or zeroed whole; the file ends at a page end or at its end */
+	for (uint64_t seed = 1; seed <= 40; seed++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "pages-%llu", (unsigned long long)seed);
+		b = cut_one(ENV_CUT_PAGES, seed, name, data, &len);
+		if (!b || len < CP_SYNCED || memcmp(b, data, CP_SYNCED)) {
+			synced_ok = 0;
+			free(b);
+			continue;
+		}
+		if (len != CP_TOTAL && len % 4096)
+			bad++;
+		for (size_t off = CP_SYNCED; off < CP_TOTAL; off = (off / 4096 + 1) * 4096) {
+			size_t end = (off / 4096 + 1) * 4096;
+			if (end > CP_TOTAL)
+				end = CP_TOTAL;
+			if (off >= len)
+				seen[1]++;       /* dropped at the end */
+			else if (end > len)
+				bad++;           /* a page cut in the middle */
+			else if (!memcmp(b + off, data + off, end - off))
+				seen[0]++;
+			else if (all_zero(b, off, end))
+				seen[2]++;       /* zeroed, or dropped before a kept page */
+			else
+				bad++;
+		}
+		free(b);
+	}
+	ok(synced_ok, "ENV_CUT_PAGES: the synced bytes are always there, intact");
+	is_int(bad, 0, "ENV_CUT_PAGES: every unsynced page is kept whole, zeroed whole, or gone");
+	ok(seen[0] && seen[1] && seen[2], "ENV_CUT_PAGES: over 40 seeds pages were kept (%d), "
+	   "dropped at the end (%d) and zeroed (%d)", seen[0], seen[1], seen[2]);
+}
+
 int main(void)
 {
 	struct kv_env *fe;
@@ -953,6 +1050,8 @@ int main(void)
 	env_mkdir(env_posix(), tpath("f"));
 	env_sync_dir(env_posix(), tmpdir);
 	fe = env_fault_new(env_posix());
+	/* these tests want every unsynced byte gone; test_cut_pages tries the other models */
+	env_fault_cut_model(fe, ENV_CUT_DROP, 0);
 	test_fault_passthrough(fe);
 	test_fault_inject(fe);
 	test_fault_counts(fe);
@@ -960,6 +1059,7 @@ int main(void)
 	test_drop_unsynced(fe);
 	test_fault_log(fe);
 	env_fault_free(fe);
+	test_cut_pages();
 
 	rm_rf(tmpdir);
 	done_testing();

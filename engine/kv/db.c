@@ -189,9 +189,15 @@ static int flush_recovered(struct kv_db *db, int only_full)
 
 /*
  * Replay one log into the trees' memtables, flushing to level 0 when one
- * fills.  REQUIRES mu held; nothing else runs yet.
+ * fills.  The last log (last != 0) may end in bytes never synced, which a
+ * power cut leaves as the page cache's writeback did or did not write them
+ * (whole pages of zeros or of stale data between records that reached the
+ * disk): there the first damaged record ends the log, and what follows is
+ * dropped and logged.  Every earlier log was synced before the next was
+ * started (make_room), so damage in one is corruption.  REQUIRES mu held;
+ * nothing else runs yet.
  */
-static int replay_log(struct kv_db *db, uint64_t number, uint64_t *max_seq)
+static int replay_log(struct kv_db *db, uint64_t number, int last, uint64_t *max_seq)
 {
 	char *path = log_path(db, number);
 	struct replay rp = { db, number };
@@ -206,6 +212,8 @@ static int replay_log(struct kv_db *db, uint64_t number, uint64_t *max_seq)
 	    (r = env_open_read(db->env, path, &f)) < 0)
 		goto out;
 	rd = wal_reader_new(f, size, path);
+	if (last)
+		wal_reader_stop_at_damage(rd);
 	while ((r = wal_read(rd, &rec)) > 0) {
 		if ((r = batch_check(rec, &count)) < 0) {
 			r = KV_CORRUPT("%s: damaged batch in the record before offset %llu: %s", path,
@@ -220,7 +228,12 @@ static int replay_log(struct kv_db *db, uint64_t number, uint64_t *max_seq)
 		if (!db->opt.read_only && (r = flush_recovered(db, 1)) < 0)
 			goto out;
 	}
-	if (r == 0 && wal_reader_torn(rd, &torn_at)) {
+	if (r == 0 && wal_reader_torn(rd, &torn_at) && wal_reader_damage(rd)) {
+		db_log(db, KV_LOG_WARN, "%s: damaged record at offset %llu (%s) in the unsynced "
+		       "tail of the last log: recovery stops there, dropping %llu bytes",
+		       path, (unsigned long long)torn_at, wal_reader_damage(rd),
+		       (unsigned long long)(size - torn_at));
+	} else if (r == 0 && wal_reader_torn(rd, &torn_at)) {
 		/* zeros alone are space reserved ahead for the log, not a write cut short */
 		int zeros = wal_reader_torn_zeros(rd);
 		db_log(db, zeros ? KV_LOG_DEBUG : KV_LOG_WARN,
@@ -233,6 +246,31 @@ out:
 		wal_reader_free(rd);
 	if (f)
 		env_close(f);
+	free(path);
+	return r;
+}
+
+/*
+ * 1 if log number holds nothing but zeros (or nothing): a log started by
+ * an open or a memtable switch that crashed before its first write.
+ */
+static int log_is_blank(struct kv_db *db, uint64_t number)
+{
+	char *path = log_path(db, number);
+	struct wal_reader *rd;
+	struct env_file *f;
+	uint64_t size;
+	int r;
+
+	if ((r = env_file_size(db->env, path, &size)) < 0 ||
+	    (r = env_open_read(db->env, path, &f)) < 0) {
+		free(path);
+		return r;
+	}
+	rd = wal_reader_new(f, size, path);
+	r = wal_reader_blank(rd);
+	wal_reader_free(rd);
+	env_close(f);
 	free(path);
 	return r;
 }
@@ -313,8 +351,18 @@ static int recover(struct kv_db *db)
 			db->vs->next_file = n + 1;
 	}
 	qsort(logs, nlogs, sizeof(*logs), cmp_u64);
+	/* the last log is the newest that holds anything (see replay_log) */
+	size_t last = nlogs;
+	while (last > 1) {
+		r = log_is_blank(db, logs[last - 1]);
+		if (r < 0)
+			goto out;
+		if (!r)
+			break;
+		last--;
+	}
 	for (size_t i = 0; i < nlogs; i++) {
-		r = replay_log(db, logs[i], &max_seq);
+		r = replay_log(db, logs[i], i + 1 == last, &max_seq);
 		if (r < 0)
 			goto out;
 	}

@@ -5,7 +5,8 @@
  * engine does goes through a struct kv_env, so tests can replace it.  Two
  * environments exist: the POSIX one (env.c) and a fault-injecting wrapper
  * around any other (env_fault.c) that can fail chosen calls with an errno and
- * simulate a power cut by dropping every byte not yet fsynced.
+ * simulate a power cut by keeping, dropping or zeroing each page not yet
+ * fsynced.
  *
  * All functions return 0 or a negative errno, and on failure record a message
  * naming the path (kv_strerror).
@@ -154,13 +155,25 @@ void env_fault_power_cut_after(struct kv_env *env, long after);
 /* 1 once the power cut has happened. */
 int env_fault_is_cut(struct kv_env *env);
 /*
- * What the disk holds after the power cut: truncate every file to the bytes
- * that were synced, remove files whose creation was never made durable by a
- * directory sync, and undo renames and unlinks not followed by a directory
- * sync.  Then the environment works again.  Call it with no file still open
- * through it (close the database first).
+ * What becomes of the bytes of a file written after its last sync, when the
+ * power goes, 4 KiB page by page: all dropped (the file ends at its synced
+ * size), all kept, all zeroed, or (the default) each page independently
+ * kept, dropped or zeroed, chosen by a PRNG seeded with seed (0: a fixed
+ * seed).  A dropped page followed by one not dropped reads as zeros.
+ */
+enum env_cut_model { ENV_CUT_PAGES, ENV_CUT_DROP, ENV_CUT_KEEP, ENV_CUT_ZERO };
+void env_fault_cut_model(struct kv_env *env, enum env_cut_model model, uint64_t seed);
+/*
+ * What the disk holds after the power cut: every file's synced bytes, and
+ * its unsynced pages as the cut model chooses; files whose creation was
+ * never made durable by a directory sync removed, and renames and unlinks
+ * not followed by a directory sync undone.  Then the environment works
+ * again.  Call it with no file still open through it (close the database
+ * first).
  */
 int env_fault_drop_unsynced(struct kv_env *env);
+/* How many unsynced pages the cuts so far kept, dropped and zeroed. */
+void env_fault_cut_pages(struct kv_env *env, long *kept, long *dropped, long *zeroed);
 /* Counts of calls seen, for tests that choose cut points (write-kind calls). */
 long env_fault_write_calls(struct kv_env *env);
 

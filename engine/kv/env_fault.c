@@ -18,6 +18,10 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+/* The unit of a power cut's damage, and what becomes of one unsynced page. */
+#define CUT_PAGE 4096
+enum { FATE_KEEP, FATE_DROP, FATE_ZERO };
+
 struct fault_file {
 	struct env_file base;
 	struct env_file *inner;
@@ -59,6 +63,9 @@ struct fault_env {
 	long cut_after;        /* < 0: none scheduled */
 	int cut;
 	long write_calls;
+	enum env_cut_model model;
+	uint64_t rng;          /* the fates of unsynced pages */
+	long pages[3];         /* pages kept, dropped, zeroed by the cuts so far */
 };
 
 static struct fault_env *FE(struct kv_env *e)
@@ -540,7 +547,30 @@ struct kv_env *env_fault_new(struct kv_env *base)
 	fe->base = base;
 	pthread_mutex_init(&fe->mu, NULL);
 	fe->cut_after = -1;
+	fe->model = ENV_CUT_PAGES;
+	fe->rng = 0x5eed5eedull;
 	return &fe->env;
+}
+
+void env_fault_cut_model(struct kv_env *e, enum env_cut_model model, uint64_t seed)
+{
+	struct fault_env *fe = FE(e);
+
+	pthread_mutex_lock(&fe->mu);
+	fe->model = model;
+	fe->rng = seed ? seed : 0x5eed5eedull;
+	pthread_mutex_unlock(&fe->mu);
+}
+
+void env_fault_cut_pages(struct kv_env *e, long *kept, long *dropped, long *zeroed)
+{
+	struct fault_env *fe = FE(e);
+
+	pthread_mutex_lock(&fe->mu);
+	*kept = fe->pages[FATE_KEEP];
+	*dropped = fe->pages[FATE_DROP];
+	*zeroed = fe->pages[FATE_ZERO];
+	pthread_mutex_unlock(&fe->mu);
 }
 
 static void forget_all(struct fault_env *fe)
@@ -639,9 +669,74 @@ long env_fault_write_calls(struct kv_env *e)
 	return n;
 }
 
+static int page_fate(struct fault_env *fe)
+{
+	switch (fe->model) {
+	case ENV_CUT_DROP:
+		return FATE_DROP;
+	case ENV_CUT_KEEP:
+		return FATE_KEEP;
+	case ENV_CUT_ZERO:
+		return FATE_ZERO;
+	case ENV_CUT_PAGES:
+		break;
+	}
+	/* half the pages reach the disk; the other half are lost either way */
+	uint64_t x = rand_next(&fe->rng) % 4;
+	return x < 2 ? FATE_KEEP : x == 2 ? FATE_DROP : FATE_ZERO;
+}
+
 /*
- * Undo, newest first, every name change not made durable, then cut every
- * tracked file back to its synced length.
+ * What a power cut leaves of one tracked file: its first s->synced bytes as
+ * they are, then each page (aligned to the file's offsets) of the rest kept,
+ * zeroed, or dropped; the file ends after the last page not dropped, and a
+ * dropped page before that reads as zeros.  The part of the page holding
+ * the synced end that lies past it is that page's unsynced part.  Rewrites
+ * the file through the base environment.  REQUIRES fe->mu held.
+ */
+static int cut_file(struct fault_env *fe, const struct fstate *s)
+{
+	struct kv_env *b = fe->base;
+	struct env_file *f;
+	uint64_t end, keep_to;
+	char *data;
+	size_t len;
+	int r, rc;
+
+	r = env_read_file(b, s->path, &data, &len);
+	if (r < 0)
+		return r;
+	if (len <= s->synced) {
+		free(data);
+		return 0;
+	}
+	keep_to = s->synced;
+	for (uint64_t off = s->synced; off < len; off = end) {
+		int fate = page_fate(fe);
+
+		end = (off / CUT_PAGE + 1) * CUT_PAGE;
+		if (end > len)
+			end = len;
+		fe->pages[fate]++;
+		if (fate != FATE_KEEP)
+			memset(data + off, 0, (size_t)(end - off));
+		if (fate != FATE_DROP)
+			keep_to = end;
+	}
+	r = env_open_append(b, s->path, &f);
+	if (r == 0) {
+		r = env_append(f, data, (size_t)keep_to);
+		rc = env_close(f);
+		if (r == 0)
+			r = rc;
+	}
+	free(data);
+	return r;
+}
+
+/*
+ * Undo, newest first, every name change not made durable, then leave of
+ * every tracked file what the cut model says its disk would hold.
  */
 int env_fault_drop_unsynced(struct kv_env *e)
 {
@@ -692,8 +787,8 @@ int env_fault_drop_unsynced(struct kv_env *e)
 		free(p);
 	}
 	for (struct fstate *s = fe->files; s; s = s->next) {
-		if (s->tracked && env_exists(b, s->path) && s->synced < s->size) {
-			int rr = env_truncate(b, s->path, s->synced);
+		if (s->tracked && env_exists(b, s->path)) {
+			int rr = cut_file(fe, s);
 			if (rr < 0 && r == 0)
 				r = rr;
 		}

@@ -150,6 +150,8 @@ struct wal_reader {
 	int state;              /* 0 reading, 1 ended, < 0 the error it stopped with */
 	int torn;
 	uint64_t torn_off;
+	int stop_at_damage;     /* wal_reader_stop_at_damage was called */
+	const char *damage;     /* what ended the log there (static string), or NULL */
 	struct buf win;         /* read-ahead: file bytes [win_off, win_off + win.len) */
 	uint64_t win_off;
 	struct buf big;         /* payloads larger than a window */
@@ -187,6 +189,21 @@ static int zeros_to_end(struct wal_reader *r, uint64_t off);
 int wal_reader_torn_zeros(struct wal_reader *r)
 {
 	return r->torn && r->torn_off < r->size && zeros_to_end(r, r->torn_off) == 1;
+}
+
+void wal_reader_stop_at_damage(struct wal_reader *r)
+{
+	r->stop_at_damage = 1;
+}
+
+const char *wal_reader_damage(const struct wal_reader *r)
+{
+	return r->damage;
+}
+
+int wal_reader_blank(struct wal_reader *r)
+{
+	return zeros_to_end(r, 0);
 }
 
 uint64_t wal_reader_offset(const struct wal_reader *r)
@@ -274,9 +291,73 @@ static int end_torn(struct wal_reader *r)
 	return 0;
 }
 
+/* 1 if the record at off is whole and intact, 0 if not, or a read error. */
+static int intact_at(struct wal_reader *r, uint64_t off)
+{
+	const char *h, *p;
+	char len_bytes[4];
+	uint32_t crc, len;
+	int err;
+
+	if (r->size - off < WAL_HEADER)
+		return 0;
+	if ((err = fetch(r, off, WAL_HEADER, &h)) < 0)
+		return err;
+	if (header_crc(h) != dec_fixed32(h + 8))
+		return 0;
+	crc = dec_fixed32(h);
+	len = dec_fixed32(h + 4);
+	if (len > WAL_MAX_RECORD || r->size - off - WAL_HEADER < len)
+		return 0;
+	memcpy(len_bytes, h + 4, 4);
+	if ((err = fetch(r, off + WAL_HEADER, len, &p)) < 0)
+		return err;
+	return record_crc(len_bytes, slice_make(p, len)) == crc;
+}
+
+/*
+ * Whether the damaged record at r->off looks like what a power cut leaves
+ * in unsynced bytes: 1 if no intact record follows it (a torn or garbled
+ * end), or if a 512-byte sector of zeros (aligned to the file) lies between
+ * it and the next intact record (a page the disk never wrote, which is
+ * what let a later page be there without it); 0 if an intact record follows
+ * with nothing unwritten between (a flipped or overwritten byte: damage),
+ * *next then its offset; or a read error.  Scans the rest of the file.
+ */
+static int power_cut_damage(struct wal_reader *r, uint64_t *next)
+{
+	const uint64_t sector = 512;
+	uint64_t off;
+	int ok;
+
+	for (off = r->off + 1; off + WAL_HEADER <= r->size; off++) {
+		ok = intact_at(r, off);
+		if (ok < 0)
+			return ok;
+		if (ok)
+			break;
+	}
+	if (off + WAL_HEADER > r->size)
+		return 1;
+	*next = off;
+	for (uint64_t s = (r->off + sector - 1) / sector * sector; s + sector <= off; s += sector) {
+		const char *p;
+		int err = fetch(r, s, (size_t)sector, &p), zero = 1;
+
+		if (err < 0)
+			return err;
+		for (size_t i = 0; i < sector && zero; i++)
+			zero = p[i] == 0;
+		if (zero)
+			return 1;
+	}
+	return 0;
+}
+
 /*
  * A record at r->off is damaged (what says how); its data would end at
- * data_end.  Torn tail if only zeros follow, corruption otherwise.
+ * data_end.  Torn tail if only zeros follow, or if the log's unsynced tail
+ * may hold damage (wal_reader_stop_at_damage); corruption otherwise.
  */
 static int damaged(struct wal_reader *r, uint64_t data_end, const char *what, uint32_t len)
 {
@@ -286,6 +367,22 @@ static int damaged(struct wal_reader *r, uint64_t data_end, const char *what, ui
 		return r->state = z;
 	if (z)
 		return end_torn(r);
+	if (r->stop_at_damage) {
+		uint64_t next;
+		int pc = power_cut_damage(r, &next);
+
+		if (pc < 0)
+			return r->state = pc;
+		if (pc) {
+			r->damage = what;
+			return end_torn(r);
+		}
+		r->state = KV_CORRUPT("%s: log record at offset %" PRIu64 " (length %" PRIu32 "): "
+				      "%s, and an intact record follows at offset %" PRIu64
+				      " with no unwritten sector between", r->name, r->off, len,
+				      what, next);
+		return r->state;
+	}
 	r->state = KV_CORRUPT("%s: log record at offset %" PRIu64 " (length %" PRIu32 "): %s, "
 			      "and more data follows it", r->name, r->off, len, what);
 	return r->state;

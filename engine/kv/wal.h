@@ -74,6 +74,23 @@ int wal_reader_torn(const struct wal_reader *r, uint64_t *offset);
  * open_log), 0 if it holds part of a record.
  */
 int wal_reader_torn_zeros(struct wal_reader *r);
+/*
+ * Read a log whose tail may hold unsynced bytes damaged by a power cut
+ * (pages of zeros between records that reached the disk, garbage at the
+ * end): a damaged record ends the log, as a torn tail does, if no intact
+ * record follows it, or if an aligned 512-byte sector of zeros lies between
+ * it and the next intact one.  Damage with an intact record right after it
+ * (a flipped byte) is still corruption.  Call before the first wal_read.
+ */
+void wal_reader_stop_at_damage(struct wal_reader *r);
+/*
+ * After wal_read returned 0: how the record that ended the log under
+ * wal_reader_stop_at_damage was damaged ("checksum mismatch", ...), or NULL
+ * if the log ended in a plain torn tail or at its end.
+ */
+const char *wal_reader_damage(const struct wal_reader *r);
+/* 1 if the log holds nothing but zeros (or nothing), 0 if not, or a read error. */
+int wal_reader_blank(struct wal_reader *r);
 /* Offset just past the last good record (where a torn or damaged one begins). */
 uint64_t wal_reader_offset(const struct wal_reader *r);
 /* Frees the reader; does not close f. */
