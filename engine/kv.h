@@ -92,6 +92,9 @@ struct kv_options {
 	size_t block_cache_size;       /* bytes of uncompressed blocks cached; default 64 MiB */
 	int bloom_bits_per_key;        /* default 10 (about 1% false positives); 0 = no filter */
 	int max_open_files;            /* SSTables kept open; default 1000 */
+	int read_tables_with_pread;    /* 1: read table blocks with pread(2) and a copy; 0 (the
+					  default): through a read-only map of each table, under a
+					  SIGBUS guard (a page that is gone is EIO, see smolfs(5)) */
 	size_t target_file_size;       /* SSTable size in levels >= 1; default 4 MiB */
 	uint64_t max_bytes_level_base; /* size of level 1; each further level is 10x; default 64 MiB */
 	int l0_compaction_trigger;     /* level-0 files that start a compaction; default 4 */

@@ -174,7 +174,7 @@ static int open_table(const char *name, struct cache *c, uint64_t *bytes_read, s
 	free(path);
 	if (r < 0)
 		return r;
-	return sst_open(f, size, name, c, bytes_read, t);
+	return sst_open(f, size, name, c, bytes_read, 1, t);
 }
 
 /* Copy table `from` to `to` with the byte at off (from the end if negative) xor'ed with x. */

@@ -408,6 +408,9 @@ static int smol_fail(struct bench_db *b, const char *call, int err)
 	return err;
 }
 
+/* --pread-tables: smolfs reads table blocks with pread(2), not through a map. */
+static int pread_tables;
+
 /* The engine settings every workload uses, with a block cache of cache bytes. */
 static void bench_kv_options(struct kv_options *o, size_t cache)
 {
@@ -420,6 +423,7 @@ static void bench_kv_options(struct kv_options *o, size_t cache)
 	o->max_open_files = MAX_OPEN_FILES;
 	o->compression_level = ZSTD_LEVEL;
 	o->sync_wal = 0;              /* --sync is passed per write instead */
+	o->read_tables_with_pread = pread_tables;
 }
 
 static int smol_open(struct bench_db *b, const char *dir)
@@ -2831,6 +2835,7 @@ static void usage(FILE *f)
 		"                      $TMPDIR or /tmp, removed at the end)\n"
 		"  --json FILE         also write the results to FILE as JSON\n"
 		"  --seed N            seed for keys, orders and values (default 301)\n"
+		"  --pread-tables      smolfs reads tables with pread(2), not through a map\n"
 		"  --quiet             no progress lines on stderr\n"
 		"  --help              show this help and exit\n"
 		"\n"
@@ -2910,7 +2915,7 @@ static void parse_options(struct config *cfg, int argc, char **argv)
 		OPT_BENCHMARKS = 256, OPT_ENGINES, OPT_NUM, OPT_READS, OPT_VALUE_SIZE,
 		OPT_VALUE_SIZES, OPT_BATCH, OPT_SYNC, OPT_SEEK_READS, OPT_SCANS, OPT_REPEAT, OPT_DB,
 		OPT_JSON, OPT_SEED,
-		OPT_QUIET, OPT_HELP,
+		OPT_QUIET, OPT_HELP, OPT_PREAD_TABLES,
 	};
 	static const struct option longopts[] = {
 		{ "benchmarks", required_argument, NULL, OPT_BENCHMARKS },
@@ -2928,6 +2933,7 @@ static void parse_options(struct config *cfg, int argc, char **argv)
 		{ "json", required_argument, NULL, OPT_JSON },
 		{ "seed", required_argument, NULL, OPT_SEED },
 		{ "quiet", no_argument, NULL, OPT_QUIET },
+		{ "pread-tables", no_argument, NULL, OPT_PREAD_TABLES },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -2999,6 +3005,9 @@ static void parse_options(struct config *cfg, int argc, char **argv)
 			break;
 		case OPT_SEED:
 			cfg->seed = parse_u64("--seed", optarg, 0, UINT64_MAX);
+			break;
+		case OPT_PREAD_TABLES:
+			pread_tables = 1;
 			break;
 		case OPT_QUIET:
 			cfg->quiet = 1;

@@ -446,6 +446,7 @@ int kv_open(const char *dir, const struct kv_options *opt, struct kv_db **dbp)
 	db->block_cache = cache_new(db->opt.block_cache_size);
 	db->tc = tcache_new(db->env, dir, db->opt.max_open_files, db->block_cache,
 			    &db->stats.bytes_read_sst);
+	tcache_set_no_map(db->tc, db->opt.read_tables_with_pread);
 	db->vs = vs_new(dir, db->env, &db->opt, db->tc);
 
 	pthread_mutex_lock(&db->mu);

@@ -4,7 +4,10 @@
  * lock through fcntl.
  *
  * Tables are read through a read-only map of the whole file (map), so a
- * block read is a pointer, not a pread(2) and a copy.
+ * block read is a pointer, not a pread(2) and a copy.  Whoever reads or
+ * writes a map does it under a guard (mapguard.h), so a page the kernel
+ * cannot provide, because the file was cut short under the database or a
+ * sector is unreadable, is an -EIO and not a SIGBUS.
  *
  * Log files (open_log) are written through a shared memory map instead of
  * write(2): an append is a memcpy into the page cache, which is all a
@@ -25,6 +28,7 @@
  * in this process or others, but none beside a writer's exclusive one.
  */
 #include "env.h"
+#include "mapguard.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -207,6 +211,9 @@ static int log_remap(struct posix_file *f)
 	void *p;
 
 	log_unmap(f);
+	/* a store that faults must be an error, not the end of the process */
+	if (mapguard_install() < 0)
+		return KV_ERROR(-EOPNOTSUPP, "%s: no SIGBUS handler, so no map", f->path);
 	if (off + len > f->reserved_end &&
 	    fallocate(f->fd, 0, (off_t)off, (off_t)len) == 0) {
 		f->reserved = 1;
@@ -264,6 +271,27 @@ static void copy_ascending(char *dst, const char *src, size_t n)
 		*d++ = *src++;
 }
 
+/*
+ * Store k bytes at f->size through the map, under a guard: a store into a
+ * page past the file's end (someone cut the log short under the database)
+ * or one the file system cannot back is an -EIO, not a SIGBUS.
+ */
+static int log_store(struct posix_file *f, const char *p, size_t k)
+{
+	struct mapguard g;
+
+	mapguard_arm(&g, f->map, f->map_len);
+	if (sigsetjmp(g.jb, 0))
+		return KV_ERROR(-EIO, "write %s: storing into the log's map faulted at offset %llu "
+				"(the file was cut short under the database, or the file system "
+				"could not back the page)", f->path,
+				(unsigned long long)(f->map_off +
+						     (uint64_t)((const char *)g.fault - f->map)));
+	copy_ascending(f->map + (f->size - f->map_off), p, k);
+	mapguard_leave(&g);
+	return 0;
+}
+
 static int log_append(struct posix_file *f, const char *p, size_t n)
 {
 	int r;
@@ -307,7 +335,8 @@ static int log_append(struct posix_file *f, const char *p, size_t n)
 		}
 		room = (size_t)(end - f->size);
 		k = n < room ? n : room;
-		copy_ascending(f->map + (f->size - f->map_off), p, k);
+		if ((r = log_store(f, p, k)) < 0)
+			return r;
 		f->size += k;
 		p += k;
 		n -= k;
@@ -336,6 +365,9 @@ static int posix_map(struct env_file *ef, uint64_t size, const char **out)
 		*out = f->map;
 		return 0;
 	}
+	/* a read of a page that is gone must be an error, not the end of the process */
+	if (mapguard_install() < 0)
+		return -EOPNOTSUPP;
 	if (fstat(f->fd, &st) < 0)
 		return err_path(errno, "stat", f->path);
 	if ((uint64_t)st.st_size < size)

@@ -43,9 +43,10 @@ struct env_ops {
 	 * of a file opened for reading, valid until the file is closed, so a
 	 * reader of many small pieces of an immutable file (a table's blocks)
 	 * needs no system call and no copy per piece.  Fails (and the caller
-	 * reads with pread) if the file is shorter than size.  REQUIRES: the
-	 * file is never made shorter while it is open (a read of the view past
-	 * the end would raise SIGBUS).
+	 * reads with pread) if the file is shorter than size.  A read of the
+	 * view past the file's end (it was made shorter while open) or of a
+	 * page the disk cannot read raises SIGBUS: do it under a guard
+	 * (mapguard.h), which the map's maker installed.
 	 */
 	int (*map)(struct env_file *f, uint64_t size, const char **p);
 	int (*sync)(struct env_file *f);          /* data and size reach stable storage */

@@ -25,6 +25,7 @@
 #include "block.h"
 #include "bloom.h"
 #include "crc32c.h"
+#include "mapguard.h"
 
 #include <assert.h>
 #include <pthread.h>
@@ -624,6 +625,84 @@ static int handle_fits(struct blk_handle h, uint64_t limit)
 }
 
 /*
+ * Check the checksum of the raw block at raw (h.size bytes and the trailer)
+ * and decompress or copy it into a malloc'd buffer: *mem, owned by the
+ * caller, and *out the block's bytes in it; an uncompressed block is not
+ * copied if raw is itself a malloc'd buffer (own = 1): *mem is raw then.
+ * On error *mem is NULL.
+ */
+static int decode_block(const struct sst *t, struct blk_handle h, const char *what,
+			char *raw, int own, char **mem, struct slice *out)
+{
+	const char *p, *end = raw + h.size;
+	uint32_t want, got, ulen;
+	char *plain;
+	size_t dn;
+
+	want = crc32c_unmask(dec_fixed32(raw + h.size + 1));
+	got = crc32c(raw, h.size + 1);
+	if (want != got)
+		return KV_CORRUPT("%s: %s block at offset %llu: checksum mismatch", t->name, what,
+				  (unsigned long long)h.off);
+	switch (raw[h.size]) {
+	case COMP_NONE:
+		*mem = own ? raw : xmemdup(raw, h.size);
+		*out = slice_make(*mem, h.size);
+		return 0;
+	case COMP_ZSTD:
+		p = dec_varint32(raw, end, &ulen);
+		if (!p || ulen > SST_MAX_BLOCK)
+			return KV_CORRUPT("%s: %s block at offset %llu: bad uncompressed length",
+					  t->name, what, (unsigned long long)h.off);
+		/* stored before the decompression that may fault, so the fault path frees it */
+		*mem = plain = xmalloc(ulen ? ulen : 1);
+		dn = ZSTD_decompressDCtx(thread_dctx(), plain, ulen, p, (size_t)(end - p));
+		if (ZSTD_isError(dn) || dn != ulen) {
+			free(plain);
+			*mem = NULL;
+			return KV_CORRUPT("%s: %s block at offset %llu: zstd cannot decompress (%s)",
+					  t->name, what, (unsigned long long)h.off,
+					  ZSTD_isError(dn) ? ZSTD_getErrorName(dn) : "short output");
+		}
+		*out = slice_make(plain, ulen);
+		return 0;
+	default:
+		return KV_CORRUPT("%s: %s block at offset %llu: unknown compression type %d",
+				  t->name, what, (unsigned long long)h.off, raw[h.size] & 0xff);
+	}
+}
+
+/*
+ * Decode a block straight from the table's map, under a guard: a page of
+ * the map the kernel cannot provide (the file was cut short under the open
+ * table, or a sector cannot be read) is an -EIO naming the table, where an
+ * unguarded read would be a SIGBUS that kills the process.
+ */
+static int decode_mapped_block(const struct sst *t, struct blk_handle h, const char *what,
+			       char **mem, struct slice *out)
+{
+	/* volatile: decode_block may have stored a buffer here when the jump comes */
+	char *volatile buf = NULL;
+	struct slice got = { 0 };
+	struct mapguard g;
+	int r;
+
+	mapguard_arm(&g, t->map, t->file_size);
+	if (sigsetjmp(g.jb, 0)) {
+		free(buf);
+		return KV_ERROR(-EIO, "%s: %s block at offset %llu: reading the table's map faulted "
+				"at file offset %llu (the file was cut short, or the disk cannot "
+				"read it)", t->name, what, (unsigned long long)h.off,
+				(unsigned long long)((const char *)g.fault - t->map));
+	}
+	r = decode_block(t, h, what, (char *)t->map + h.off, 0, (char **)&buf, &got);
+	mapguard_leave(&g);
+	*mem = buf;
+	*out = got;
+	return r;
+}
+
+/*
  * Read the block at h, check its checksum, and decompress it.  On success
  * *mem is a malloc'd buffer the caller frees and *out the block's bytes in it.
  * REQUIRES: handle_fits(h, file size).
@@ -632,68 +711,24 @@ static int read_block(const struct sst *t, struct blk_handle h, const char *what
 		      struct slice *out)
 {
 	size_t n = (size_t)h.size + SST_TRAILER;
-	char *buf = NULL, *plain = NULL;
-	const char *raw, *p, *end;
-	uint32_t want, got, ulen;
-	size_t dn;
+	char *raw;
 	int r;
 
 	*mem = NULL;
 	*out = slice_make(NULL, 0);
-	if (t->map) {
-		raw = t->map + h.off;   /* handle_fits: within the file */
-	} else {
-		raw = buf = xmalloc(n);
-		r = env_read_exact(t->f, buf, n, h.off);
-		if (r < 0) {
-			annotate(t, what, h.off, r);
-			goto fail;
-		}
-	}
-	end = raw + h.size;
 	if (t->bytes_read)
 		__atomic_fetch_add(t->bytes_read, (uint64_t)n, __ATOMIC_RELAXED);
-	want = crc32c_unmask(dec_fixed32(raw + h.size + 1));
-	got = crc32c(raw, h.size + 1);
-	if (want != got) {
-		r = KV_CORRUPT("%s: %s block at offset %llu: checksum mismatch", t->name, what,
-			       (unsigned long long)h.off);
-		goto fail;
+	if (t->map)
+		return decode_mapped_block(t, h, what, mem, out);   /* handle_fits: in the map */
+	raw = xmalloc(n);
+	r = env_read_exact(t->f, raw, n, h.off);
+	if (r < 0) {
+		free(raw);
+		return annotate(t, what, h.off, r);
 	}
-	switch (raw[h.size]) {
-	case COMP_NONE:
-		if (!buf)
-			buf = xmemdup(raw, h.size);   /* the caller owns what it gets */
-		*mem = buf;
-		*out = slice_make(buf, h.size);
-		return 0;
-	case COMP_ZSTD:
-		p = dec_varint32(raw, end, &ulen);
-		if (!p || ulen > SST_MAX_BLOCK) {
-			r = KV_CORRUPT("%s: %s block at offset %llu: bad uncompressed length",
-				       t->name, what, (unsigned long long)h.off);
-			goto fail;
-		}
-		plain = xmalloc(ulen ? ulen : 1);
-		dn = ZSTD_decompressDCtx(thread_dctx(), plain, ulen, p, (size_t)(end - p));
-		if (ZSTD_isError(dn) || dn != ulen) {
-			r = KV_CORRUPT("%s: %s block at offset %llu: zstd cannot decompress (%s)",
-				       t->name, what, (unsigned long long)h.off,
-				       ZSTD_isError(dn) ? ZSTD_getErrorName(dn) : "short output");
-			goto fail;
-		}
-		free(buf);
-		*mem = plain;
-		*out = slice_make(plain, ulen);
-		return 0;
-	default:
-		r = KV_CORRUPT("%s: %s block at offset %llu: unknown compression type %d", t->name,
-			       what, (unsigned long long)h.off, raw[h.size] & 0xff);
-		goto fail;
-	}
-fail:
-	free(buf);
-	free(plain);
+	r = decode_block(t, h, what, raw, 1, mem, out);
+	if (*mem != raw)
+		free(raw);
 	return r;
 }
 
@@ -956,7 +991,7 @@ out:
 }
 
 int sst_open(struct env_file *f, uint64_t file_size, const char *name, struct cache *block_cache,
-	     uint64_t *bytes_read, struct sst **out)
+	     uint64_t *bytes_read, int use_map, struct sst **out)
 {
 	struct sst *t = xcalloc(1, sizeof(*t));
 	char footer[SST_FOOTER_SIZE];
@@ -976,7 +1011,7 @@ int sst_open(struct env_file *f, uint64_t file_size, const char *name, struct ca
 		goto fail;
 	}
 	/* read blocks through a map where the environment offers one (else pread) */
-	if (env_map(f, file_size, &t->map) < 0)
+	if (!use_map || env_map(f, file_size, &t->map) < 0)
 		t->map = NULL;
 	meta_end = file_size - SST_FOOTER_SIZE;
 	r = env_read_exact(f, footer, sizeof(footer), meta_end);

@@ -100,10 +100,12 @@ struct sst;
  * open closes it before returning).  Data blocks are read on demand
  * through block_cache (may be NULL: no caching), keyed by cache_id.
  * bytes_read (may be NULL) is an atomic counter of block bytes read from
- * the file.
+ * the file.  With use_map, blocks are read through a map of the file where
+ * the environment offers one (under a guard: a page that is gone is -EIO),
+ * else with pread.
  */
 int sst_open(struct env_file *f, uint64_t file_size, const char *name, struct cache *block_cache,
-	     uint64_t *bytes_read, struct sst **out);
+	     uint64_t *bytes_read, int use_map, struct sst **out);
 void sst_close(struct sst *t);
 
 /*

@@ -259,6 +259,7 @@ struct table_cache {
 	struct cache *cache;         /* number -> struct sst *, charge 1 per table */
 	struct cache *block_cache;
 	uint64_t *bytes_read;
+	int no_map;                  /* read tables with pread, not through a map */
 };
 
 static void tc_deleter(struct slice key, void *value)
@@ -279,6 +280,11 @@ struct table_cache *tcache_new(struct kv_env *env, const char *dir, int max_open
 	tc->block_cache = block_cache;
 	tc->bytes_read = bytes_read;
 	return tc;
+}
+
+void tcache_set_no_map(struct table_cache *tc, int no_map)
+{
+	tc->no_map = no_map;
 }
 
 void tcache_free(struct table_cache *tc)
@@ -310,7 +316,7 @@ int tcache_get(struct table_cache *tc, const struct file_meta *f, struct sst **t
 		r = KV_CORRUPT("%s: table file is missing", path);
 	if (r < 0)
 		goto out;
-	r = sst_open(file, f->size, path, tc->block_cache, tc->bytes_read, &table);
+	r = sst_open(file, f->size, path, tc->block_cache, tc->bytes_read, !tc->no_map, &table);
 	if (r < 0)
 		goto out;
 	*h = cache_insert(tc->cache, slice_make(key, 8), table, 1, tc_deleter);

@@ -127,6 +127,8 @@ int edit_decode(struct version_edit *e, struct slice rec, const char *name);
 struct table_cache;
 struct table_cache *tcache_new(struct kv_env *env, const char *dir, int max_open,
 			       struct cache *block_cache, uint64_t *bytes_read);
+/* Read the tables opened from now on with pread (1) or through a map (0, the default). */
+void tcache_set_no_map(struct table_cache *tc, int no_map);
 void tcache_free(struct table_cache *tc);
 /* A pinned table; release with tcache_release. */
 int tcache_get(struct table_cache *tc, const struct file_meta *f, struct sst **t,
