@@ -54,7 +54,10 @@
 #ifndef SMOLFS_CELL_H
 #define SMOLFS_CELL_H
 
-#include "util.h"
+#include <stddef.h>
+#include <stdint.h>
+
+#include "slice.h"
 
 enum cell_type {
 	CELL_INVALID = 0,   /* reserved: never stored */

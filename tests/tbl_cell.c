@@ -12,6 +12,7 @@
  */
 #include "tap.h"
 #include "cell.h"
+#include "util.h"
 
 #include <float.h>
 #include <math.h>

@@ -18,6 +18,7 @@
 #include "tap.h"
 #include "tio.h"
 #include "json.h"
+#include "util.h"   /* the engine's helpers, for the test's own buffers */
 
 #include <ftw.h>
 #include <math.h>

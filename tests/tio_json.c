@@ -10,6 +10,7 @@
  */
 #include "tap.h"
 #include "json.h"
+#include "util.h"   /* the engine's helpers, for the test's own buffers */
 
 #include <stdlib.h>
 

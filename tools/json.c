@@ -18,7 +18,9 @@
  * key), and by sorting the keys when it closes beyond that.
  */
 #include "json.h"
+#include "tutil.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,8 +44,8 @@ static void *arena_alloc(struct json_parser *ps, size_t n)
 	if (!c || c->cap - c->used < need) {
 		size_t cap = need > CHUNK_SIZE ? need : CHUNK_SIZE;
 
-		c = xmalloc(sizeof(*c));
-		c->data = xmalloc(cap ? cap : 1);
+		c = tool_malloc(sizeof(*c));
+		c->data = tool_malloc(cap ? cap : 1);
 		c->cap = cap;
 		c->used = 0;
 		c->next = ps->chunks;
@@ -196,7 +198,7 @@ static void push(struct json_parser *ps, const struct json_member *m)
 {
 	if (ps->nstack == ps->capstack) {
 		ps->capstack = ps->capstack ? ps->capstack * 2 : 64;
-		ps->stack = xrealloc(ps->stack, ps->capstack * sizeof(*ps->stack));
+		ps->stack = tool_realloc(ps->stack, ps->capstack * sizeof(*ps->stack));
 	}
 	ps->stack[ps->nstack++] = *m;
 }
@@ -441,7 +443,7 @@ static int member_cmp(const void *a, const void *b)
 /* Keys of a large object, sorted to find a duplicate.  0 or the error. */
 static int check_duplicates(struct json_parser *ps, const struct json_value *obj)
 {
-	const struct json_member **sorted = xmalloc(obj->len * sizeof(*sorted));
+	const struct json_member **sorted = tool_malloc(obj->len * sizeof(*sorted));
 	int r = 0;
 
 	for (size_t i = 0; i < obj->len; i++)
@@ -758,8 +760,8 @@ int json_put_string(struct buf *b, const void *s, size_t n)
 	const unsigned char *p = s, *run;
 	size_t saved = b->len, i = 0;
 
-	buf_reserve(b, n + 2);
-	buf_append(b, "\"", 1);
+	tool_buf_reserve(b, n + 2);
+	tool_buf_append(b, "\"", 1);
 	run = p;
 	while (i < n) {
 		unsigned c = p[i];
@@ -780,7 +782,7 @@ int json_put_string(struct buf *b, const void *s, size_t n)
 			}
 			continue;
 		}
-		buf_append(b, run, (size_t)(p + i - run));
+		tool_buf_append(b, run, (size_t)(p + i - run));
 		esc[0] = '\\';
 		switch (c) {
 		case '"':  esc[1] = '"';  break;
@@ -796,12 +798,12 @@ int json_put_string(struct buf *b, const void *s, size_t n)
 			esc[5] = hex[c & 15];
 			elen = 6;
 		}
-		buf_append(b, esc, elen);
+		tool_buf_append(b, esc, elen);
 		i++;
 		run = p + i;
 	}
-	buf_append(b, run, (size_t)(p + n - run));
-	buf_append(b, "\"", 1);
+	tool_buf_append(b, run, (size_t)(p + n - run));
+	tool_buf_append(b, "\"", 1);
 	return 0;
 }
 
@@ -813,7 +815,7 @@ void json_put_base64(struct buf *b, const void *data, size_t n)
 	size_t i, full = n / 3 * 3;
 	char *o;
 
-	buf_reserve(b, (n + 2) / 3 * 4 + 2);
+	tool_buf_reserve(b, (n + 2) / 3 * 4 + 2);
 	o = b->data + b->len;
 	*o++ = '"';
 	for (i = 0; i < full; i += 3) {

@@ -27,7 +27,7 @@
  * Decoded strings may contain U+0000; their length is what counts.
  *
  * Writing.  json_put_string() and json_put_base64() append quoted strings
- * to a struct buf (engine/util.h); the escapes they choose are fixed, so the
+ * to a struct buf (engine/slice.h); the escapes they choose are fixed, so the
  * same bytes always give the same output.
  */
 #ifndef SMOLFS_JSON_H
@@ -36,7 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "util.h"
+#include "slice.h"
 
 /* The nesting limit json_parser_init uses for max_depth 0. */
 #define JSON_DEFAULT_MAX_DEPTH 64u

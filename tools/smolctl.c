@@ -45,6 +45,7 @@
 #include "kv.h"
 #include "table.h"
 #include "tio.h"
+#include "tutil.h"
 
 #define EXIT_ERROR 1
 #define EXIT_USAGE 2
@@ -74,17 +75,38 @@ static void say(const char *fmt, ...)
  * kv_strerror's sentence (which names the table, family, row or file).
  * Returns EXIT_ERROR so that callers can `return fail(...)`.
  */
+static int vfail(const char *why, const char *fmt, va_list ap)
+{
+	char what[1024];
+
+	vsnprintf(what, sizeof(what), fmt, ap);
+	say("%s: %s: %s", datadir, what, why);
+	return EXIT_ERROR;
+}
+
 __attribute__((format(printf, 2, 3)))
 static int fail(int err, const char *fmt, ...)
 {
-	char what[1024];
 	va_list ap;
+	int r;
 
 	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
+	r = vfail(kv_strerror(err), fmt, ap);
 	va_end(ap);
-	say("%s: %s: %s", datadir, what, kv_strerror(err));
-	return EXIT_ERROR;
+	return r;
+}
+
+/* The same for an error returned by tio (import, export, JSON output). */
+__attribute__((format(printf, 2, 3)))
+static int fail_tio(int err, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = vfail(tio_strerror(err), fmt, ap);
+	va_end(ap);
+	return r;
 }
 
 /* The engine's own log lines (warnings and errors only). */
@@ -412,17 +434,17 @@ static int family_option(const struct cmd *c, int ch, struct tbl_family_settings
  */
 static int unescape_arg(const char *s, struct buf *out)
 {
-	buf_clear(out);
+	tool_buf_clear(out);
 	for (; *s; s++) {
 		char c = *s;
 		if (c != '\\') {
-			buf_append(out, &c, 1);
+			tool_buf_append(out, &c, 1);
 			continue;
 		}
 		c = *++s;
 		if (c == '\\' || c == 'n' || c == 't' || c == 'r') {
 			c = c == 'n' ? '\n' : c == 't' ? '\t' : c == 'r' ? '\r' : '\\';
-			buf_append(out, &c, 1);
+			tool_buf_append(out, &c, 1);
 		} else if (c == 'x') {
 			unsigned v = 0;
 			for (int i = 1; i <= 2; i++) {
@@ -437,7 +459,7 @@ static int unescape_arg(const char *s, struct buf *out)
 					return -EINVAL;
 			}
 			c = (char)v;
-			buf_append(out, &c, 1);
+			tool_buf_append(out, &c, 1);
 			s += 2;
 		} else {
 			return -EINVAL;
@@ -466,24 +488,24 @@ static void esc_append(struct buf *out, const void *p, size_t n, int keep_utf8)
 		if (c == '\\' || c == '\n' || c == '\t' || c == '\r') {
 			hex[0] = '\\';
 			hex[1] = c == '\\' ? '\\' : c == '\n' ? 'n' : c == '\t' ? 't' : 'r';
-			buf_append(out, hex, 2);
+			tool_buf_append(out, hex, 2);
 			i++;
 			continue;
 		}
 		if (c >= 0x20 && c < 0x7f) {
-			buf_append(out, &s[i], 1);
+			tool_buf_append(out, &s[i], 1);
 			i++;
 			continue;
 		}
 		/* C1 controls, U+0080..U+009F, are 0xC2 0x80..0x9F */
 		if (keep_utf8 && c >= 0x80 && (k = cell_utf8_char((const char *)s + i, n - i)) > 0 &&
 		    !(c == 0xC2 && s[i + 1] < 0xA0)) {
-			buf_append(out, &s[i], (size_t)k);
+			tool_buf_append(out, &s[i], (size_t)k);
 			i += (size_t)k;
 			continue;
 		}
 		snprintf(hex, sizeof(hex), "\\x%02x", c);
-		buf_append(out, hex, 4);
+		tool_buf_append(out, hex, 4);
 		i++;
 	}
 }
@@ -533,12 +555,12 @@ static int print_row(FILE *out, const struct tbl_row *row)
 	size_t width[NCOLS];
 	int r = 0;
 
-	buf_clear(&tmp);
+	tool_buf_clear(&tmp);
 	esc_append(&tmp, row->key, row->key_len, 1);
 	fprintf(out, "%.*s\n", (int)tmp.len, tmp.data);
 	if (!row->ncells)
 		goto out_tmp;
-	spans = xcalloc(row->ncells, sizeof(*spans));
+	spans = tool_calloc(row->ncells, sizeof(*spans));
 	for (int k = 0; k < NCOLS; k++)
 		width[k] = strlen(cell_columns[k]);
 	for (size_t i = 0; i < row->ncells; i++) {
@@ -547,23 +569,23 @@ static int print_row(FILE *out, const struct tbl_row *row)
 		size_t start[NCOLS + 1];
 
 		start[0] = text.len;
-		buf_append(&text, cell->family, strlen(cell->family));
+		tool_buf_append(&text, cell->family, strlen(cell->family));
 		start[1] = text.len;
 		esc_append(&text, cell->qualifier, cell->qualifier_len, 1);
 		start[2] = text.len;
 		snprintf(num, sizeof(num), "%" PRIu64, cell->ts);
-		buf_append(&text, num, strlen(num));
+		tool_buf_append(&text, num, strlen(num));
 		start[3] = text.len;
 		format_time(cell->ts, iso, sizeof(iso));
-		buf_append(&text, iso, strlen(iso));
+		tool_buf_append(&text, iso, strlen(iso));
 		start[4] = text.len;
-		buf_append(&text, cell_type_name(cell->value.type),
+		tool_buf_append(&text, cell_type_name(cell->value.type),
 			   strlen(cell_type_name(cell->value.type)));
 		start[5] = text.len;
-		buf_clear(&tmp);
+		tool_buf_clear(&tmp);
 		r = cell_render(&tmp, &cell->value);
 		if (r < 0) {
-			buf_clear(&tmp);
+			tool_buf_clear(&tmp);
 			esc_append(&tmp, row->key, row->key_len, 1);
 			r = fail(r, "row %.*s: cannot show a value of family %s", (int)tmp.len,
 				 tmp.data, cell->family);
@@ -601,9 +623,9 @@ static int print_row(FILE *out, const struct tbl_row *row)
 	}
 out:
 	free(spans);
-	buf_free(&text);
+	tool_buf_free(&text);
 out_tmp:
-	buf_free(&tmp);
+	tool_buf_free(&tmp);
 	return r;
 }
 
@@ -662,7 +684,7 @@ static void progress_init(struct progress *p, const char *what, uint64_t total,
 	p->on = isatty(STDERR_FILENO) && !(stdout_is_output && isatty(STDOUT_FILENO));
 	p->what = what;
 	p->total = total;
-	p->t0 = now_micros();
+	p->t0 = tool_now_micros();
 }
 
 /* tio's callback: total from tio if it knows one, else what the command knew. */
@@ -670,7 +692,7 @@ static void progress_update(void *arg, uint64_t done, uint64_t total)
 {
 	static const char hashes[] = "##################################################";
 	struct progress *p = arg;
-	uint64_t now = now_micros();
+	uint64_t now = tool_now_micros();
 	double secs = (double)(now - p->t0) / 1e6, rate;
 	char line[512], tail[256], a[32], b[32], c[32], d[32];
 	int cols = term_columns() - 1;
@@ -739,7 +761,7 @@ static void ticker_draw(struct ticker *t)
 {
 	char d[32];
 
-	human_duration(d, sizeof(d), (double)(now_micros() - t->t0) / 1e6);
+	human_duration(d, sizeof(d), (double)(tool_now_micros() - t->t0) / 1e6);
 	fprintf(stderr, "\r%.*s  %s\033[K", term_columns() - 8, t->status, d);
 	fflush(stderr);
 }
@@ -787,7 +809,7 @@ static void ticker_start(struct ticker *t, const char *status)
 	if (!t->on)
 		return;
 	snprintf(t->status, sizeof(t->status), "%s", status);
-	t->t0 = now_micros();
+	t->t0 = tool_now_micros();
 	pthread_mutex_init(&t->mu, NULL);
 	pthread_cond_init(&t->cond, NULL);
 	if (pthread_create(&t->thread, NULL, ticker_main, t) != 0)
@@ -910,7 +932,7 @@ static struct tree_sizes *sizes_find(struct tree_sizes **t, size_t *n, const cha
 	for (size_t i = 0; i < *n; i++)
 		if (!strcmp((*t)[i].name, name))
 			return &(*t)[i];
-	*t = xrealloc(*t, (*n + 1) * sizeof(**t));
+	*t = tool_realloc(*t, (*n + 1) * sizeof(**t));
 	memset(&(*t)[*n], 0, sizeof(**t));
 	snprintf((*t)[*n].name, sizeof((*t)[*n].name), "%s", name);
 	return &(*t)[(*n)++];
@@ -1032,7 +1054,7 @@ static int table_families_load(struct tbl_db *db, const char *table, struct tabl
 	r = tbl_list_families(db, table, &tf->names, &tf->n);
 	if (r < 0)
 		return r;
-	tf->set = xcalloc(tf->n ? tf->n : 1, sizeof(*tf->set));
+	tf->set = tool_calloc(tf->n ? tf->n : 1, sizeof(*tf->set));
 	for (size_t i = 0; i < tf->n && r == 0; i++)
 		r = tbl_get_family(db, table, tf->names[i], &tf->set[i]);
 	if (r < 0)
@@ -1048,7 +1070,7 @@ static int table_families_load(struct tbl_db *db, const char *table, struct tabl
 static int group_live(struct tbl_db *db, const char *table, const struct table_families *tf,
 		      const char *group, struct tbl_scan_counts *c)
 {
-	const char **fams = xcalloc(tf->n ? tf->n : 1, sizeof(*fams));
+	const char **fams = tool_calloc(tf->n ? tf->n : 1, sizeof(*fams));
 	struct tbl_read r;
 	struct tbl_scan *s;
 	const struct tbl_row *row;
@@ -1454,7 +1476,7 @@ struct read_args {
 static void read_args_free(struct read_args *a)
 {
 	free(a->families);
-	buf_free(&a->column);
+	tool_buf_free(&a->column);
 }
 
 /* The options get and scan share; 0, EXIT_USAGE (printed), or 1 if ch is not one. */
@@ -1465,7 +1487,7 @@ static int read_option(const struct cmd *c, int ch, struct read_args *a)
 	switch (ch) {
 	case O_FAMILY:
 	case 'f':
-		a->families = xrealloc(a->families, (a->nfamilies + 1) * sizeof(*a->families));
+		a->families = tool_realloc(a->families, (a->nfamilies + 1) * sizeof(*a->families));
 		a->families[a->nfamilies++] = optarg;
 		return 0;
 	case O_VERSIONS:
@@ -1500,7 +1522,7 @@ static int key_arg(const struct cmd *c, const struct read_args *a, const char *w
 		   const char *s, struct buf *out)
 {
 	if (!a->escaped) {
-		buf_set(out, s, strlen(s));
+		tool_buf_set(out, s, strlen(s));
 		return 0;
 	}
 	if (unescape_arg(s, out) < 0)
@@ -1516,9 +1538,9 @@ static int print_json_row(const char *table, const struct tbl_row *row)
 
 	if (r < 0) {
 		esc_append(&key, row->key, row->key_len, 1);
-		r = fail(r, "table %s, row %.*s: writing it as JSON", table, (int)key.len,
+		r = fail_tio(r, "table %s, row %.*s: writing it as JSON", table, (int)key.len,
 			 key.data);
-		buf_free(&key);
+		tool_buf_free(&key);
 	}
 	return r;
 }
@@ -1567,8 +1589,8 @@ static int run_get(const struct cmd *c, int argc, char **argv)
 		else if (a.nfamilies)
 			r = usage(c, "--column and --family do not go together");
 		else if (!(r = key_arg(c, &a, "--column", colon + 1, &a.column))) {
-			a.column_family = xmemdup(column, (size_t)(colon - column));
-			a.families = xrealloc(a.families, sizeof(*a.families));
+			a.column_family = tool_memdup(column, (size_t)(colon - column));
+			a.families = tool_realloc(a.families, sizeof(*a.families));
 			a.families[a.nfamilies++] = a.column_family;
 			a.r.qualifier = a.column.data ? a.column.data : "";
 			a.r.qualifier_len = a.column.len;
@@ -1601,7 +1623,7 @@ static int run_get(const struct cmd *c, int argc, char **argv)
 		esc_append(&shown, key.data, key.len, 1);
 		say("%s: table %s: no row %.*s%s", datadir, table, (int)shown.len, shown.data,
 		    a.r.families || a.r.versions ? " with cells of the families asked for" : "");
-		buf_free(&shown);
+		tool_buf_free(&shown);
 		r = EXIT_ERROR;
 	} else if (r < 0) {
 		r = fail(r, "get %s", table);
@@ -1614,7 +1636,7 @@ static int run_get(const struct cmd *c, int argc, char **argv)
 	r = db_close(db, r);
 out_args:
 	free((char *)a.column_family);
-	buf_free(&key);
+	tool_buf_free(&key);
 	read_args_free(&a);
 	return r;
 }
@@ -1727,7 +1749,7 @@ static int run_scan(const struct cmd *c, int argc, char **argv)
 		if (a.json) {
 			w = print_json_row(table, row);
 		} else if (a.r.row_keys_only) {
-			buf_clear(&shown);
+			tool_buf_clear(&shown);
 			esc_append(&shown, row->key, row->key_len, 1);
 			printf("%.*s\n", (int)shown.len, shown.data);
 		} else {
@@ -1763,10 +1785,10 @@ out:
 	tbl_scan_free(s);
 	r = db_close(db, r);
 out_args:
-	buf_free(&bp);
-	buf_free(&bs);
-	buf_free(&be);
-	buf_free(&shown);
+	tool_buf_free(&bp);
+	tool_buf_free(&bs);
+	tool_buf_free(&be);
+	tool_buf_free(&shown);
 	read_args_free(&a);
 	return r;
 }
@@ -2425,7 +2447,7 @@ static int run_export(const struct cmd *c, int argc, char **argv)
 	if (interrupted) {
 		r = interrupted_status();
 	} else if (r < 0) {
-		r = fail(r, "export%s%s to %s", table ? " of table " : "", table ? table : "",
+		r = fail_tio(r, "export%s%s to %s", table ? " of table " : "", table ? table : "",
 			 path ? path : "standard output");
 	}
 	/* a backup file is on disk (fsync) before export says it is done */
@@ -2459,7 +2481,7 @@ static int run_export(const struct cmd *c, int argc, char **argv)
 out:
 	r = db_close(db, r);
 out_buf:
-	buf_free(&bp);
+	tool_buf_free(&bp);
 	return r;
 }
 
@@ -2586,7 +2608,7 @@ static int run_import(const struct cmd *c, int argc, char **argv)
 		    io.dry_run ? "" : "; the other rows were imported");
 		r = EXIT_ERROR;
 	} else if (r < 0) {
-		r = fail(r, "import from %s", source);
+		r = fail_tio(r, "import from %s", source);
 	}
 	r = db_close(db, r);
 out_in:

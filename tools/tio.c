@@ -139,9 +139,13 @@
  */
 #include "tio.h"
 #include "json.h"
+#include "tutil.h"
 
+#include <errno.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #define PROGRESS_STEP (1u << 20)
@@ -154,6 +158,42 @@
 
 /* The largest ttl the table layer takes (table.c: ttl * 10^6 us must not overflow). */
 #define MAX_TTL (UINT64_MAX / 2 / 1000000u)
+
+/* ------------------------------------------------------------ errors */
+
+/*
+ * The sentence for tio's own errors (a failed write of the export, a value
+ * that does not render), kept with its code for this thread; errors that
+ * come from the table layer pass through with the engine's sentence.
+ * Cleared at the start of each public call, so it never outlives its call.
+ */
+static __thread int last_err;
+static __thread char last_msg[1024];
+
+__attribute__((format(printf, 2, 3)))
+static int tio_error(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(last_msg, sizeof(last_msg), fmt, ap);
+	va_end(ap);
+	last_err = err;
+	return err;
+}
+
+static void clear_error(void)
+{
+	last_err = 0;
+	last_msg[0] = 0;
+}
+
+const char *tio_strerror(int err)
+{
+	if (err < 0 && err == last_err)
+		return last_msg;
+	return kv_strerror(err);
+}
 
 /* ------------------------------------------------------------ shared helpers */
 
@@ -182,7 +222,7 @@ static const char *shown(char *out, size_t size, const void *p, size_t n)
 static int write_out(FILE *out, const struct buf *b)
 {
 	if (b->len && fwrite(b->data, 1, b->len, out) != b->len)
-		return KV_ERROR(-EIO, "writing the export: %s", strerror(errno ? errno : EIO));
+		return tio_error(-EIO, "writing the export: %s", strerror(errno ? errno : EIO));
 	return 0;
 }
 
@@ -190,7 +230,7 @@ static int write_out(FILE *out, const struct buf *b)
 
 static void put_lit(struct buf *b, const char *s)
 {
-	buf_append(b, s, strlen(s));
+	tool_buf_append(b, s, strlen(s));
 }
 
 static void put_u64(struct buf *b, uint64_t v)
@@ -198,7 +238,7 @@ static void put_u64(struct buf *b, uint64_t v)
 	char num[24];
 	int n = snprintf(num, sizeof(num), "%llu", (unsigned long long)v);
 
-	buf_append(b, num, (size_t)n);
+	tool_buf_append(b, num, (size_t)n);
 }
 
 /* "name":"utf-8" or "name_b64":"base64" */
@@ -206,15 +246,15 @@ static void put_bytes_field(struct buf *b, const char *name, const void *p, size
 {
 	size_t mark = b->len;
 
-	buf_append(b, "\"", 1);
+	tool_buf_append(b, "\"", 1);
 	put_lit(b, name);
-	buf_append(b, "\":", 2);
+	tool_buf_append(b, "\":", 2);
 	if (json_put_string(b, p, n) == 0)
 		return;
 	b->len = mark;
-	buf_append(b, "\"", 1);
+	tool_buf_append(b, "\"", 1);
 	put_lit(b, name);
-	buf_append(b, "_b64\":", 6);
+	tool_buf_append(b, "_b64\":", 6);
 	json_put_base64(b, p, n);
 }
 
@@ -226,15 +266,15 @@ static int put_value(struct buf *b, const struct cell_value *v, struct buf *scra
 	int n;
 
 	if (!tn)
-		return KV_ERROR(-EINVAL, "a cell of invalid type %d", (int)v->type);
+		return tio_error(-EINVAL, "a cell of invalid type %d", (int)v->type);
 	put_lit(b, "\"type\":\"");
 	put_lit(b, tn);
-	buf_append(b, "\",", 2);
+	tool_buf_append(b, "\",", 2);
 	switch (v->type) {
 	case CELL_STRING:
 		put_lit(b, "\"value\":");
 		if (json_put_string(b, v->v.data.data, v->v.data.len))
-			return KV_ERROR(-EINVAL, "a string cell that is not UTF-8");
+			return tio_error(-EINVAL, "a string cell that is not UTF-8");
 		return 0;
 	case CELL_BYTES:
 		put_lit(b, "\"value_b64\":");
@@ -253,22 +293,22 @@ static int put_value(struct buf *b, const struct cell_value *v, struct buf *scra
 		n = snprintf(num, sizeof(num), "\"value\":%lld", (long long)v->v.i64);
 		break;
 	default:   /* f32, f64: the shortest round-trip text of cell_render */
-		buf_clear(scratch);
+		tool_buf_clear(scratch);
 		if (cell_render(scratch, v) < 0 || scratch->len < 2)
-			return KV_ERROR(-EINVAL, "a %s cell that does not render", tn);
+			return tio_error(-EINVAL, "a %s cell that does not render", tn);
 		scratch->len--;   /* its "\n" */
 		put_lit(b, "\"value\":");
 		if (scratch->data[scratch->len - 1] == 'n' || scratch->data[scratch->len - 1] == 'f') {
 			/* "nan", "inf", "-inf": not JSON numbers */
-			buf_append(b, "\"", 1);
-			buf_append(b, scratch->data, scratch->len);
-			buf_append(b, "\"", 1);
+			tool_buf_append(b, "\"", 1);
+			tool_buf_append(b, scratch->data, scratch->len);
+			tool_buf_append(b, "\"", 1);
 		} else {
-			buf_append(b, scratch->data, scratch->len);
+			tool_buf_append(b, scratch->data, scratch->len);
 		}
 		return 0;
 	}
-	buf_append(b, num, (size_t)n);
+	tool_buf_append(b, num, (size_t)n);
 	return 0;
 }
 
@@ -280,31 +320,31 @@ static int format_row(struct buf *b, const char *table, const struct tbl_row *ro
 
 	put_lit(b, "{\"table\":");
 	json_put_string(b, table, strlen(table));
-	buf_append(b, ",", 1);
+	tool_buf_append(b, ",", 1);
 	put_bytes_field(b, "row", row->key, row->key_len);
 	put_lit(b, ",\"cells\":[");
 	for (size_t i = 0; i < row->ncells; i++) {
 		const struct tbl_cell *c = &row->cells[i];
 
 		if (i)
-			buf_append(b, ",", 1);
+			tool_buf_append(b, ",", 1);
 		put_lit(b, "{\"family\":");
 		json_put_string(b, c->family, strlen(c->family));
-		buf_append(b, ",", 1);
+		tool_buf_append(b, ",", 1);
 		put_bytes_field(b, "qualifier", c->qualifier, c->qualifier_len);
 		put_lit(b, ",\"ts\":");
 		put_u64(b, c->ts);
-		buf_append(b, ",", 1);
+		tool_buf_append(b, ",", 1);
 		r = put_value(b, &c->value, scratch);
 		if (r) {
-			char rt[SHOWN_BUF], why[256];
+			char rt[SHOWN_BUF], why[sizeof(last_msg)];
 
-			snprintf(why, sizeof(why), "%s", err_last());
-			return KV_ERROR(r, "table %s, row \"%s\", family %s: %s", table,
-					shown(rt, sizeof(rt), row->key, row->key_len), c->family,
-					why);
+			snprintf(why, sizeof(why), "%s", tio_strerror(r));
+			return tio_error(r, "table %s, row \"%s\", family %s: %s", table,
+					 shown(rt, sizeof(rt), row->key, row->key_len), c->family,
+					 why);
 		}
-		buf_append(b, "}", 1);
+		tool_buf_append(b, "}", 1);
 	}
 	put_lit(b, "]}\n");
 	return 0;
@@ -313,12 +353,14 @@ static int format_row(struct buf *b, const char *table, const struct tbl_row *ro
 int tio_write_row(FILE *out, const char *table, const struct tbl_row *row)
 {
 	struct buf b = BUF_INIT, scratch = BUF_INIT;
-	int r = format_row(&b, table, row, &scratch);
+	int r;
 
+	clear_error();
+	r = format_row(&b, table, row, &scratch);
 	if (r == 0)
 		r = write_out(out, &b);
-	buf_free(&b);
-	buf_free(&scratch);
+	tool_buf_free(&b);
+	tool_buf_free(&scratch);
 	return r;
 }
 
@@ -341,7 +383,7 @@ static int format_schema(struct tbl_db *db, const char *table, struct buf *b)
 		if (r)
 			break;
 		if (i)
-			buf_append(b, ",", 1);
+			tool_buf_append(b, ",", 1);
 		json_put_string(b, fams[i], strlen(fams[i]));
 		put_lit(b, ":{\"type\":\"");
 		put_lit(b, cell_type_name(s.type) ? cell_type_name(s.type) : "?");
@@ -353,7 +395,7 @@ static int format_schema(struct tbl_db *db, const char *table, struct buf *b)
 		json_put_string(b, s.locality_group, strlen(s.locality_group));
 		put_lit(b, ",\"compression\":");
 		put_u64(b, (uint64_t)(s.compression < 0 ? 0 : s.compression));
-		buf_append(b, "}", 1);
+		tool_buf_append(b, "}", 1);
 	}
 	put_lit(b, "}}\n");
 	tbl_free_names(fams, n);
@@ -376,14 +418,14 @@ static int emit(struct exporter *e)
 		return r;
 	e->st.lines++;
 	e->st.bytes += e->line.len;
-	buf_clear(&e->line);
+	tool_buf_clear(&e->line);
 	if (e->p && e->p->fn && e->st.bytes >= e->next_progress) {
 		e->p->fn(e->p->arg, e->st.bytes, 0);
 		e->next_progress = e->st.bytes + PROGRESS_STEP;
 	}
 	if (e->p && e->p->stop && *e->p->stop)
-		return KV_ERROR(-EINTR, "the export was interrupted after %llu lines",
-				(unsigned long long)e->st.lines);
+		return tio_error(-EINTR, "the export was interrupted after %llu lines",
+				 (unsigned long long)e->st.lines);
 	return 0;
 }
 
@@ -429,6 +471,7 @@ int tio_export(struct tbl_db *db, const char *table, const void *prefix, size_t 
 	size_t n = 0;
 	int r;
 
+	clear_error();
 	memset(&e, 0, sizeof(e));
 	e.out = out;
 	e.p = p;
@@ -455,13 +498,13 @@ int tio_export(struct tbl_db *db, const char *table, const void *prefix, size_t 
 	tbl_snapshot_release(db, snap);
 	tbl_free_names(names, n);
 	if (r == 0 && fflush(out) != 0)
-		r = KV_ERROR(-EIO, "writing the export: %s", strerror(errno ? errno : EIO));
+		r = tio_error(-EIO, "writing the export: %s", strerror(errno ? errno : EIO));
 	if (r == 0 && p && p->fn)
 		p->fn(p->arg, e.st.bytes, e.st.bytes);
 	if (st)
 		*st = e.st;
-	buf_free(&e.line);
-	buf_free(&e.scratch);
+	tool_buf_free(&e.line);
+	tool_buf_free(&e.scratch);
 	return r;
 }
 
@@ -503,7 +546,7 @@ static int rd_fill(struct reader *rd, size_t max_keep)
 		if (cap < rd->len + READ_CHUNK / 2)
 			cap = rd->len + READ_CHUNK / 2;   /* never read into no room: 0 is EOF */
 		if (cap > rd->cap) {
-			rd->data = xrealloc(rd->data, cap);
+			rd->data = tool_realloc(rd->data, cap);
 			rd->cap = cap;
 		}
 	}
@@ -517,12 +560,12 @@ static int rd_fill(struct reader *rd, size_t max_keep)
 		if (got)
 			break;
 		if (rd->stop && *rd->stop)
-			return KV_ERROR(-EINTR, "reading the input: interrupted");
+			return tio_error(-EINTR, "reading the input: interrupted");
 	}
 	rd->len += got;
 	if (got == 0) {
 		if (ferror(rd->in))
-			return KV_ERROR(-EIO, "reading the input: %s", strerror(errno ? errno : EIO));
+			return tio_error(-EIO, "reading the input: %s", strerror(errno ? errno : EIO));
 		rd->eof = 1;
 	}
 	return 0;
@@ -714,8 +757,8 @@ static void free_tabs(struct importer *im)
 
 static void add_fam(struct tab *t, const char *name, enum cell_type type)
 {
-	t->fams = xrealloc(t->fams, (t->nfams + 1) * sizeof(*t->fams));
-	t->fams[t->nfams].name = xstrdup(name);
+	t->fams = tool_realloc(t->fams, (t->nfams + 1) * sizeof(*t->fams));
+	t->fams[t->nfams].name = tool_strdup(name);
 	t->fams[t->nfams].type = type;
 	t->nfams++;
 }
@@ -741,8 +784,8 @@ static struct tab *find_tab(struct importer *im, const char *name, size_t len, i
 	for (t = im->tabs; t; t = t->next)
 		if (strlen(t->name) == len && memcmp(t->name, name, len) == 0)
 			return im->last_tab = t;
-	t = xcalloc(1, sizeof(*t));
-	t->name = xmalloc(len + 1);
+	t = tool_calloc(1, sizeof(*t));
+	t->name = tool_malloc(len + 1);
 	memcpy(t->name, name, len);
 	t->name[len] = 0;
 	/* a name with a NUL in it is no table's, and must not reach the table layer cut short */
@@ -799,13 +842,13 @@ static void pending_clear(struct pending *pd)
 {
 	pd->nrows = pd->ncells = 0;
 	pd->key_bytes = 0;
-	buf_clear(&pd->arena);
+	tool_buf_clear(&pd->arena);
 	pd->tab = NULL;
 }
 
 static void pending_free(struct pending *pd)
 {
-	buf_free(&pd->arena);
+	tool_buf_free(&pd->arena);
 	free(pd->rows);
 	free(pd->cells);
 	free(pd->rm);
@@ -824,11 +867,11 @@ static void pending_build(struct pending *pd)
 {
 	if (pd->caprm < pd->nrows) {
 		pd->caprm = pd->nrows;
-		pd->rm = xrealloc(pd->rm, pd->caprm * sizeof(*pd->rm));
+		pd->rm = tool_realloc(pd->rm, pd->caprm * sizeof(*pd->rm));
 	}
 	if (pd->capm < pd->ncells) {
 		pd->capm = pd->ncells;
-		pd->m = xrealloc(pd->m, pd->capm * sizeof(*pd->m));
+		pd->m = tool_realloc(pd->m, pd->capm * sizeof(*pd->m));
 	}
 	for (size_t i = 0; i < pd->ncells; i++) {
 		const struct pcell *c = &pd->cells[i];
@@ -918,7 +961,7 @@ static size_t arena_put(struct pending *pd, const void *p, size_t n)
 {
 	size_t off = pd->arena.len;
 
-	buf_append(&pd->arena, p, n);
+	tool_buf_append(&pd->arena, p, n);
 	return off;
 }
 
@@ -959,7 +1002,7 @@ static int decode_b64(struct cell_ctx *cx, const char *what, const struct json_v
 		return bad(cx->im, cx->line, "%sthe %s in \"%s_b64\" is longer than %s (%zu "
 			   "bytes)", cx->where, what, what, max_what, max);
 	cap = json_base64_max(v->len);
-	buf_reserve(&pd->arena, cap);
+	tool_buf_reserve(&pd->arena, cap);
 	if (json_base64_decode(v->u.text, v->len, pd->arena.data + pd->arena.len, &got, &at))
 		return bad(cx->im, cx->line, "%s\"%s_b64\" is not canonical base64 (at "
 			   "character %zu of %zu)", cx->where, what, at + 1, v->len);
@@ -1121,7 +1164,7 @@ static int row_begin(struct importer *im, struct tab *t)
 	pd->tab = t;
 	if (pd->nrows == pd->caprows) {
 		pd->caprows = pd->caprows ? pd->caprows * 2 : 1024;
-		pd->rows = xrealloc(pd->rows, pd->caprows * sizeof(*pd->rows));
+		pd->rows = tool_realloc(pd->rows, pd->caprows * sizeof(*pd->rows));
 	}
 	return 0;
 }
@@ -1130,7 +1173,7 @@ static struct pcell *cell_new(struct pending *pd)
 {
 	if (pd->ncells == pd->capcells) {
 		pd->capcells = pd->capcells ? pd->capcells * 2 : 8192;
-		pd->cells = xrealloc(pd->cells, pd->capcells * sizeof(*pd->cells));
+		pd->cells = tool_realloc(pd->cells, pd->capcells * sizeof(*pd->cells));
 	}
 	memset(&pd->cells[pd->ncells], 0, sizeof(pd->cells[0]));
 	return &pd->cells[pd->ncells++];
@@ -1449,7 +1492,7 @@ static int schema_line(struct importer *im, const struct json_value *root, uint6
 		return err;
 	if (!t->exists && !im->create)
 		return bad(im, line, "no table %s (--create would create it)", t->name);
-	settings = xcalloc(fams->len ? fams->len : 1, sizeof(*settings));
+	settings = tool_calloc(fams->len ? fams->len : 1, sizeof(*settings));
 	for (size_t i = 0; i < fams->len; i++) {
 		const struct json_member *m = &fams->u.members[i];
 		char name[TBL_MAX_FAMILY_NAME + 1];
@@ -1952,10 +1995,11 @@ int tio_import(struct tbl_db *db, FILE *in, const char *source,
 	       const struct tio_import_options *o, tio_report_fn report, void *report_arg,
 	       struct tio_stats *st, const struct tio_progress *p)
 {
-	struct importer *im = xcalloc(1, sizeof(*im));
+	struct importer *im = tool_calloc(1, sizeof(*im));
 	struct stat sb;
 	int r, fd;
 
+	clear_error();
 	im->db = db;
 	im->dry_run = o && o->dry_run;
 	im->create = o && o->create;
@@ -2015,11 +2059,11 @@ int tio_import(struct tbl_db *db, FILE *in, const char *source,
 		st->bytes = im->rd.consumed;
 	}
 	if (r == -EINVAL && im->st.bad_lines)
-		KV_ERROR(-EINVAL, "%s: %llu bad line%s", im->source,
-			 (unsigned long long)im->st.bad_lines, im->st.bad_lines == 1 ? "" : "s");
+		tio_error(-EINVAL, "%s: %llu bad line%s", im->source,
+			  (unsigned long long)im->st.bad_lines, im->st.bad_lines == 1 ? "" : "s");
 	if (r == -EINTR)
-		KV_ERROR(-EINTR, "%s: interrupted after line %llu", im->source,
-			 (unsigned long long)im->st.lines);
+		tio_error(-EINTR, "%s: interrupted after line %llu", im->source,
+			  (unsigned long long)im->st.lines);
 	json_parser_free(&im->ps);
 	pending_free(&im->pend);
 	free_tabs(im);

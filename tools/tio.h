@@ -14,7 +14,7 @@
  *
  * Every function returns 0 or a negative errno; problems with the input are
  * reported through report() with the line number, and the row they are in is
- * not written.
+ * not written.  tio_strerror() gives the sentence for a returned error.
  */
 #ifndef SMOLFS_TIO_H
 #define SMOLFS_TIO_H
@@ -49,6 +49,12 @@ struct tio_progress {
 
 /* Where problems in the input are told: source name, line number, message. */
 typedef void (*tio_report_fn)(void *arg, const char *source, uint64_t line, const char *msg);
+
+/*
+ * The sentence explaining err, returned by the calling thread's last tio call:
+ * tio's own (naming the table, row and what failed) or the engine's.
+ */
+const char *tio_strerror(int err);
 
 /*
  * Write one row as a row line of the format (what export writes for it, the

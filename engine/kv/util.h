@@ -1,7 +1,8 @@
 /*
- * util.h -- the small pieces every module of the engine uses: byte slices,
- * growable buffers, fixed-width and varint encodings, allocation that cannot
- * fail, and the error macros that record where an error began.
+ * util.h -- the small pieces every module of the engine uses: byte slices
+ * and growable buffers (their types are public, in slice.h), fixed-width and
+ * varint encodings, allocation that cannot fail, and the error macros that
+ * record where an error began.
  *
  * Encodings are little-endian.  A varint stores 7 bits per byte, low bits
  * first, with the high bit set on every byte but the last (at most 5 bytes for
@@ -15,22 +16,7 @@
 #include <stdint.h>
 #include <string.h>
 
-/* A borrowed view of bytes; never owns memory. */
-struct slice {
-	const char *data;
-	size_t len;
-};
-
-static inline struct slice slice_make(const void *p, size_t n)
-{
-	struct slice s = { (const char *)p, n };
-	return s;
-}
-
-static inline struct slice slice_str(const char *s)
-{
-	return slice_make(s, strlen(s));
-}
+#include "slice.h"   /* struct slice, struct buf: the public API's byte types */
 
 /*
  * The first n bytes of a and b in memcmp order, for the short keys that
@@ -75,11 +61,6 @@ static inline int slice_cmp(struct slice a, struct slice b)
 	return r;
 }
 
-static inline int slice_eq(struct slice a, struct slice b)
-{
-	return a.len == b.len && (a.len == 0 || memcmp(a.data, b.data, a.len) == 0);
-}
-
 /* Allocation: on exhaustion these print and abort, so callers never check. */
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);
@@ -89,13 +70,7 @@ char *xmemdup(const void *p, size_t n);
 /* printf into a new malloc'd string. */
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* A growable byte buffer.  Zero-initialised (BUF_INIT) is an empty buffer. */
-struct buf {
-	char *data;
-	size_t len, cap;
-};
-#define BUF_INIT { NULL, 0, 0 }
-
+/* Growing a struct buf (slice.h); these abort on exhaustion as xmalloc does. */
 void buf_reserve(struct buf *b, size_t extra);  /* room for len + extra */
 void buf_append_slow(struct buf *b, const void *p, size_t n);
 /* Append n bytes (inline while they fit: block iterators rebuild a key per entry). */

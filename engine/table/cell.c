@@ -18,6 +18,7 @@
  * point character.
  */
 #include "cell.h"
+#include "util.h"
 
 #include <inttypes.h>
 #include <locale.h>
