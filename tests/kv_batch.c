@@ -375,7 +375,7 @@ static void test_trees(void)
 
 int main(void)
 {
-	plan_lazy();
+	plan(92);
 	test_trees();
 	test_empty();
 	test_encoding();
@@ -383,6 +383,5 @@ int main(void)
 	test_append();
 	test_limits();
 	test_damage();
-	done_testing();
 	return exit_status();
 }

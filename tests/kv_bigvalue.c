@@ -12,36 +12,11 @@
 #include "kv.h"
 #include "util.h"
 #include "tap.h"
+#include "testutil.h"
 
 #include <ftw.h>
 #include <stdlib.h>
 #include <sys/stat.h>
-
-static char tmpdir[512];
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st; (void)flag; (void)ftw;
-	remove(path);
-	return 0;
-}
-
-static void rm_rf(const char *path)
-{
-	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static void make_tmpdir(const char *name)
-{
-	const char *base = getenv("TMPDIR");
-
-	snprintf(tmpdir, sizeof(tmpdir), "%s/smolfs-%s-XXXXXX", base && *base ? base : "/tmp",
-		 name);
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
-		exit(1);
-	}
-}
 
 /*
  * Byte i of the value with this seed.  Runs of repeated and of random bytes,
@@ -187,7 +162,7 @@ int main(void)
 	int r;
 	uint64_t t0 = now_micros();
 
-	plan_lazy();
+	plan(56);
 	make_tmpdir("kv_bigvalue");
 	dir = xasprintf("%s/db", tmpdir);
 	kv_options_init(&o);
@@ -284,6 +259,5 @@ int main(void)
 out:
 	free(dir);
 	rm_rf(tmpdir);
-	done_testing();
 	return exit_status();
 }

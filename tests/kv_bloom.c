@@ -171,10 +171,9 @@ static void test_malformed(void)
 
 int main(void)
 {
-	plan_lazy();
+	plan(23);
 	test_encoding();
 	test_membership();
 	test_malformed();
-	done_testing();
 	return exit_status();
 }

@@ -435,7 +435,7 @@ static void test_stress(void)
 
 int main(void)
 {
-	plan_lazy();
+	plan(57);
 	find_shard_keys();
 	test_basics();
 	test_lru_order();
@@ -444,6 +444,5 @@ int main(void)
 	test_oversize();
 	test_growth();
 	test_stress();
-	done_testing();
 	return exit_status();
 }

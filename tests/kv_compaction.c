@@ -20,6 +20,7 @@
 #include "env.h"
 #include "util.h"
 #include "tap.h"
+#include "testutil.h"
 
 #include <ftw.h>
 #include <pthread.h>
@@ -27,49 +28,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static char tmpdir[512];
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st; (void)flag; (void)ftw;
-	remove(path);
-	return 0;
-}
-
-static void rm_rf(const char *path)
-{
-	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static void make_tmpdir(const char *name)
-{
-	const char *base = getenv("TMPDIR");
-
-	snprintf(tmpdir, sizeof(tmpdir), "%s/smolfs-%s-XXXXXX", base && *base ? base : "/tmp",
-		 name);
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
-		exit(1);
-	}
-}
-
 static char *dbpath(const char *name)
 {
 	return xasprintf("%s/%s", tmpdir, name);
-}
-
-static double test_scale(void)
-{
-	const char *s = getenv("SMOLFS_TEST_SCALE");
-	double v = s ? atof(s) : 1.0;
-
-	return v > 0 ? v : 1.0;
-}
-
-static long scaled(long n, long min)
-{
-	n = (long)((double)n * test_scale());
-	return n < min ? min : n;
 }
 
 /* ------------------------------------------------------------ keys and values */
@@ -1381,7 +1342,7 @@ int main(void)
 {
 	uint64_t t0 = now_micros();
 
-	plan_lazy();
+	plan(138);
 	make_tmpdir("kv_compaction");
 	diag("directory %s, scale %.3g", tmpdir, test_scale());
 	test_overwrites();
@@ -1398,6 +1359,5 @@ int main(void)
 	test_trivial_moves();
 	test_output_compression();
 	rm_rf(tmpdir);
-	done_testing();
 	return exit_status();
 }

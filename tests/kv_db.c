@@ -12,6 +12,7 @@
 #include "env.h"
 #include "util.h"
 #include "tap.h"
+#include "testutil.h"
 
 #include <fcntl.h>
 #include <ftw.h>
@@ -21,43 +22,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static char tmpdir[512];
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st; (void)flag; (void)ftw;
-	remove(path);
-	return 0;
-}
-
-static void rm_rf(const char *path)
-{
-	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static void make_tmpdir(const char *name)
-{
-	const char *base = getenv("TMPDIR");
-
-	snprintf(tmpdir, sizeof(tmpdir), "%s/smolfs-%s-XXXXXX", base && *base ? base : "/tmp",
-		 name);
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
-		exit(1);
-	}
-}
-
 static char *dbpath(const char *name)
 {
 	return xasprintf("%s/%s", tmpdir, name);
-}
-
-static double test_scale(void)
-{
-	const char *s = getenv("SMOLFS_TEST_SCALE");
-	double v = s ? atof(s) : 1.0;
-
-	return v > 0 ? v : 1.0;
 }
 
 /* Small buffers so that a few thousand keys make several tables. */
@@ -976,7 +943,7 @@ int main(void)
 	char *dir;
 	int r;
 
-	plan_lazy();
+	plan(209);
 	make_tmpdir("kv_db");
 	diag("directory %s, scale %.3g", tmpdir, test_scale());
 	test_options();
@@ -1023,6 +990,5 @@ out:
 	free(dir);
 	free(everything);
 	rm_rf(tmpdir);
-	done_testing();
 	return exit_status();
 }

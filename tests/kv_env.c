@@ -23,6 +23,7 @@
 #include "kv.h"
 #include "util.h"
 #include "tap.h"
+#include "testutil.h"
 
 #include <fcntl.h>
 #include <ftw.h>
@@ -30,32 +31,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-static char tmpdir[512];
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st; (void)flag; (void)ftw;
-	remove(path);
-	return 0;
-}
-
-static void rm_rf(const char *path)
-{
-	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static void make_tmpdir(const char *name)
-{
-	const char *base = getenv("TMPDIR");
-
-	snprintf(tmpdir, sizeof(tmpdir), "%s/smolfs-%s-XXXXXX", base && *base ? base : "/tmp",
-		 name);
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
-		exit(1);
-	}
-}
 
 /* A path inside the test's directory, in a rotating static buffer. */
 static const char *tpath(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -1037,7 +1012,7 @@ int main(void)
 {
 	struct kv_env *fe;
 
-	plan_lazy();
+	plan(238);
 	make_tmpdir("kv_env");
 	diag("directory %s", tmpdir);
 
@@ -1062,6 +1037,5 @@ int main(void)
 	test_cut_pages();
 
 	rm_rf(tmpdir);
-	done_testing();
 	return exit_status();
 }

@@ -641,7 +641,7 @@ static void test_pool(void)
 
 int main(void)
 {
-	plan_lazy();
+	plan(70);
 	test_empty();
 	test_versions();
 	test_big_value();
@@ -651,6 +651,5 @@ int main(void)
 	test_refs();
 	test_concurrency();
 	test_pool();
-	done_testing();
 	return exit_status();
 }

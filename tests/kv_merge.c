@@ -747,7 +747,7 @@ static void test_insert_while_turning(void)
 
 int main(void)
 {
-	plan_lazy();
+	plan(22);
 	diag("random seed %#" PRIx64, rng);
 	test_full_walks();
 	test_random_walks();
@@ -756,6 +756,5 @@ int main(void)
 	test_reheap();
 	test_errors();
 	test_insert_while_turning();
-	done_testing();
 	return exit_status();
 }

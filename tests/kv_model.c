@@ -24,6 +24,7 @@
 #include "kv.h"
 #include "util.h"
 #include "tap.h"
+#include "testutil.h"
 
 #include <ftw.h>
 #include <stdlib.h>
@@ -33,40 +34,6 @@
 #define BASE_OPS     1000000
 #define MAX_SNAPS    5
 #define MAX_VALUE    8192
-
-static char tmpdir[512];
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st; (void)flag; (void)ftw;
-	remove(path);
-	return 0;
-}
-
-static void rm_rf(const char *path)
-{
-	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static void make_tmpdir(const char *name)
-{
-	const char *base = getenv("TMPDIR");
-
-	snprintf(tmpdir, sizeof(tmpdir), "%s/smolfs-%s-XXXXXX", base && *base ? base : "/tmp",
-		 name);
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
-		exit(1);
-	}
-}
-
-static double test_scale(void)
-{
-	const char *s = getenv("SMOLFS_TEST_SCALE");
-	double v = s ? atof(s) : 1.0;
-
-	return v > 0 ? v : 1.0;
-}
 
 /* ---------------------------------------------------------------- universe */
 
@@ -964,7 +931,7 @@ int main(void)
 	long reopen_every = nops / 40 > 0 ? nops / 40 : 1;
 	uint64_t t0 = now_micros();
 
-	plan_lazy();
+	plan(16);
 	make_tmpdir("kv_model");
 	c->rs = seed;
 	c->opname = "start";
@@ -1062,6 +1029,5 @@ out:
 	free(c->model);
 	free(c->dir);
 	free(c);
-	done_testing();
 	return exit_status();
 }

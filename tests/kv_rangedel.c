@@ -532,12 +532,11 @@ static void test_index_unrelated(void)
 
 int main(void)
 {
-	plan_lazy();
+	plan(34);
 	test_shapes();
 	test_random();
 	test_many();
 	test_index();
 	test_index_unrelated();
-	done_testing();
 	return exit_status();
 }

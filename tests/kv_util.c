@@ -639,7 +639,7 @@ static void test_hash64(void)
 
 int main(void)
 {
-	plan_lazy();
+	plan(74);
 	diag("random seed %#" PRIx64, rng);
 	test_varint_roundtrip();
 	test_varint_malformed();
@@ -650,6 +650,5 @@ int main(void)
 	test_ikey();
 	test_separators();
 	test_hash64();
-	done_testing();
 	return exit_status();
 }

@@ -612,7 +612,7 @@ static void rm_rf_tmpdir(void)
 
 int main(void)
 {
-	plan_lazy();
+	plan(65);
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/kv_wal.XXXXXX");
 	if (!mkdtemp(tmpdir)) {
 		perror("mkdtemp");
@@ -627,6 +627,5 @@ int main(void)
 	test_open_log_tail();
 	test_flips();
 	rm_rf_tmpdir();
-	done_testing();
 	return exit_status();
 }

@@ -4,12 +4,24 @@
  * Each test program is a sequence of named assertions; automake's TAP driver
  * (build-aux/tap-driver.sh) reads what this prints.  Usage:
  *
- *     plan(3);                      or plan_lazy() and done_testing() at the end
+ *     plan(3);                      the number of assertions, known up front
+ *   or, where a count depends on a random run:
+ *     plan_lazy();                  then expect(n) before each part that makes n
+ *     ...                           assertions, and done_testing() at the end
  *     ok(x == 1, "x is one");
  *     is_int(got, 42, "answer");
  *     is_mem(p, n, q, m, "bytes equal");
  *     skip_all("no /dev/fuse");     the whole program is skipped, with a reason
  *     return exit_status();
+ *
+ * A test that stops early must fail, never pass with fewer assertions: plan(n)
+ * prints "1..n" first, so the TAP driver reports missing ones; with a lazy plan
+ * done_testing() prints the sum of the expect() calls, not what ran, and
+ * exit_status() fails on any difference.  An assertion whose condition does
+ * not apply still counts: call skip(1, why) in its place.
+ *
+ * Names are escaped ('#' as "\#", backslashes doubled, newlines as spaces),
+ * so a name can never turn a failure into a TODO or a SKIP.
  *
  * Header-only on purpose: every test is one translation unit and includes it once.
  */
@@ -23,6 +35,8 @@
 #include <inttypes.h>
 
 static int tap_planned = -1;
+static int tap_lazy;          /* plan_lazy() was called */
+static int tap_expected;      /* lazy plans: the sum of expect() */
 static int tap_run;
 static int tap_failed;
 
@@ -56,11 +70,19 @@ static void plan(int n)
 	fflush(stdout);
 }
 
-/* The number of tests is printed by done_testing(). */
+/* The plan is the sum of the expect() calls, printed by done_testing(). */
 __attribute__((unused))
 static void plan_lazy(void)
 {
 	tap_planned = -1;
+	tap_lazy = 1;
+}
+
+/* With a lazy plan: the part that follows makes n more assertions. */
+__attribute__((unused))
+static void expect(int n)
+{
+	tap_expected += n;
 }
 
 __attribute__((unused, noreturn))
@@ -77,13 +99,22 @@ static int ok(int cond, const char *fmt, ...)
 	va_list ap;
 	char name[1024];
 
+	char esc[2 * sizeof(name)];
+	size_t i, j = 0;
+
 	va_start(ap, fmt);
 	vsnprintf(name, sizeof(name), fmt, ap);
 	va_end(ap);
+	for (i = 0; name[i]; i++) {
+		if (name[i] == '#' || name[i] == '\\')
+			esc[j++] = '\\';
+		esc[j++] = name[i] == '\n' || name[i] == '\r' ? ' ' : name[i];
+	}
+	esc[j] = 0;
 	tap_run++;
 	if (!cond)
 		tap_failed++;
-	printf("%sok %d - %s\n", cond ? "" : "not ", tap_run, name);
+	printf("%sok %d - %s\n", cond ? "" : "not ", tap_run, esc);
 	fflush(stdout);
 	return cond;
 }
@@ -152,12 +183,43 @@ static void skip(int n, const char *why)
 	fflush(stdout);
 }
 
+/*
+ * A part of a lazily planned test (one randomized trial, say) that makes n
+ * assertions: part_begin() adds n to the plan; part_end() checks that they
+ * ran.  A part that stopped early after one of its assertions failed has the
+ * rest marked skipped (the failure is already counted); one that stopped
+ * early without a failure leaves the plan short, and the test fails.
+ */
+struct tap_part {
+	int base, n, failed;
+};
+
+__attribute__((unused))
+static struct tap_part part_begin(int n)
+{
+	struct tap_part p = { tap_run, n, tap_failed };
+
+	expect(n);
+	return p;
+}
+
+__attribute__((unused))
+static void part_end(struct tap_part p)
+{
+	int ran = tap_run - p.base;
+
+	if (ran < p.n && tap_failed > p.failed)
+		skip(p.n - ran, "not reached after a failure above");
+}
+
 __attribute__((unused))
 static void done_testing(void)
 {
 	if (tap_planned < 0) {
-		printf("1..%d\n", tap_run);
-		tap_planned = tap_run;
+		if (!tap_lazy)
+			diag("done_testing() without plan_lazy(): nothing was planned");
+		printf("1..%d\n", tap_expected);
+		tap_planned = tap_expected;
 	}
 	fflush(stdout);
 }
@@ -166,8 +228,13 @@ static void done_testing(void)
 __attribute__((unused))
 static int exit_status(void)
 {
-	if (tap_planned >= 0 && tap_planned != tap_run) {
-		diag("planned %d tests but ran %d", tap_planned, tap_run);
+	if (tap_planned < 0) {
+		diag("no plan was printed (plan(n), or plan_lazy() ... done_testing())");
+		return 1;
+	}
+	if (tap_planned != tap_run) {
+		diag("planned %d assertions but ran %d: a part stopped early, or the plan "
+		     "(plan(n) or expect(n)) no longer matches the test", tap_planned, tap_run);
 		return 1;
 	}
 	return tap_failed ? 1 : 0;

@@ -59,6 +59,7 @@
  * multiplies the number of operations.
  */
 #include "tap.h"
+#include "testutil.h"
 #include "table_int.h"
 
 #include <ftw.h>
@@ -79,40 +80,6 @@
 #define MAXFAM       4
 #define NHOT         12
 #define SHOW_CELLS   40                        /* cells shown of each answer on a mismatch */
-
-static char tmpdir[512];
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st; (void)flag; (void)ftw;
-	remove(path);
-	return 0;
-}
-
-static void rm_rf(const char *path)
-{
-	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static void make_tmpdir(void)
-{
-	const char *base = getenv("TMPDIR");
-
-	snprintf(tmpdir, sizeof(tmpdir), "%s/smolfs-tbl_model-XXXXXX",
-		 base && *base ? base : "/tmp");
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
-		exit(1);
-	}
-}
-
-static double test_scale(void)
-{
-	const char *s = getenv("SMOLFS_TEST_SCALE");
-	double v = s ? atof(s) : 1.0;
-
-	return v > 0 ? v : 1.0;
-}
 
 /* ------------------------------------------------------------ the arena */
 
@@ -3036,8 +3003,8 @@ int main(void)
 	uint64_t t_start = now_micros();
 	size_t versions = 0;
 
-	plan_lazy();
-	make_tmpdir();
+	plan(25);
+	make_tmpdir("tbl_model");
 	c->rs = seed;
 	c->opname = "start";
 	c->t0 = wall_micros();
@@ -3195,6 +3162,5 @@ out:
 	free(c->dir);
 	free(c);
 	arena_free();
-	done_testing();
 	return exit_status();
 }

@@ -18,6 +18,7 @@
  * SMOLFS_TEST_SCALE scales the thread tests (default 1.0: 4 x 500 increments).
  */
 #include "tap.h"
+#include "testutil.h"
 #include "table_int.h"
 
 #include <ftw.h>
@@ -28,36 +29,7 @@
 
 #define MAXV 1024      /* the max_value_size of the test database */
 
-static char tmpdir[512];
 static struct tbl_db *db;
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st; (void)flag; (void)ftw;
-	remove(path);
-	return 0;
-}
-
-static void make_tmpdir(void)
-{
-	const char *base = getenv("TMPDIR");
-
-	snprintf(tmpdir, sizeof(tmpdir), "%s/smolfs-tbl_mutate-XXXXXX",
-		 base && *base ? base : "/tmp");
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
-		exit(1);
-	}
-}
-
-static long scaled(long n, long min)
-{
-	const char *s = getenv("SMOLFS_TEST_SCALE");
-	double v = s ? atof(s) : 1.0;
-
-	n = (long)((double)n * (v > 0 ? v : 1.0));
-	return n < min ? min : n;
-}
 
 static struct tbl_db *open_db(const char *name)
 {
@@ -1608,8 +1580,8 @@ static void test_write_rows(void)
 
 int main(void)
 {
-	plan_lazy();
-	make_tmpdir();
+	plan(406);
+	make_tmpdir("tbl_mutate");
 	db = open_db("db");
 	tbl_create_table(db, "t");
 	tbl_create_table(db, "u");
@@ -1652,7 +1624,6 @@ int main(void)
 	test_write_rows();
 
 	tbl_close(db);
-	nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-	done_testing();
+	rm_rf(tmpdir);
 	return exit_status();
 }

@@ -22,6 +22,7 @@
  * changes them.
  */
 #include "tap.h"
+#include "testutil.h"
 #include "table_int.h"
 
 #include <ftw.h>
@@ -31,38 +32,10 @@
 
 #define SEC UINT64_C(1000000)
 
-static char tmpdir[4096];
 static struct tbl_db *db;
 static uint64_t rng = 0x243f6a8885a308d3ull;
 
 /* ------------------------------------------------------------ setup */
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st; (void)flag; (void)ftw;
-	remove(path);
-	return 0;
-}
-
-static void make_tmpdir(void)
-{
-	const char *base = getenv("TMPDIR");
-
-	snprintf(tmpdir, sizeof(tmpdir), "%s/smolfs-tbl_scan-XXXXXX",
-		 base && *base ? base : "/tmp");
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
-		exit(1);
-	}
-}
-
-static double test_scale(void)
-{
-	const char *s = getenv("SMOLFS_TEST_SCALE");
-	double v = s ? atof(s) : 1.0;
-
-	return v > 0 ? v : 1.0;
-}
 
 /* Small memtables and blocks so that a few hundred cells make several SSTables. */
 static void open_db(void)
@@ -2078,8 +2051,8 @@ static void test_model(void)
 
 int main(void)
 {
-	plan_lazy();
-	make_tmpdir();
+	plan(146);
+	make_tmpdir("tbl_scan");
 	open_db();
 
 	test_basic();
@@ -2101,7 +2074,6 @@ int main(void)
 	test_cost();
 
 	must(tbl_close(db), "close");
-	nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-	done_testing();
+	rm_rf(tmpdir);
 	return exit_status();
 }

@@ -21,6 +21,7 @@
  * drop, 4 x 20,000 timestamps).
  */
 #include "tap.h"
+#include "testutil.h"
 #include "table_int.h"
 
 #include <ftw.h>
@@ -28,41 +29,6 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static char tmpdir[512];
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st; (void)flag; (void)ftw;
-	remove(path);
-	return 0;
-}
-
-static void rm_rf(const char *path)
-{
-	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static void make_tmpdir(void)
-{
-	const char *base = getenv("TMPDIR");
-
-	snprintf(tmpdir, sizeof(tmpdir), "%s/smolfs-tbl_schema-XXXXXX",
-		 base && *base ? base : "/tmp");
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
-		exit(1);
-	}
-}
-
-static long scaled(long n, long min)
-{
-	const char *s = getenv("SMOLFS_TEST_SCALE");
-	double v = s ? atof(s) : 1.0;
-
-	n = (long)((double)n * (v > 0 ? v : 1.0));
-	return n < min ? min : n;
-}
 
 /* A fresh database directory for one test. */
 static char *fresh_dir(const char *name)
@@ -1407,8 +1373,8 @@ static void test_compact(void)
 
 int main(void)
 {
-	plan_lazy();
-	make_tmpdir();
+	plan(255);
+	make_tmpdir("tbl_schema");
 	test_table_names();
 	test_table_list_and_drop();
 	test_family_names_and_settings();
@@ -1426,6 +1392,5 @@ int main(void)
 	test_schema_vs_compaction();
 	test_compact();
 	rm_rf(tmpdir);
-	done_testing();
 	return exit_status();
 }

@@ -16,6 +16,7 @@
  * tio_export through open_memstream, so the bytes are compared exactly.
  */
 #include "tap.h"
+#include "testutil.h"
 #include "tio.h"
 #include "json.h"
 #include "util.h"   /* the engine's helpers, for the test's own buffers */
@@ -28,26 +29,7 @@
 
 #define MAXV 4096      /* the max_value_size of the small-limit database */
 
-static char tmpdir[512];
 static int ndb;
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st; (void)flag; (void)ftw;
-	remove(path);
-	return 0;
-}
-
-static void make_tmpdir(void)
-{
-	const char *base = getenv("TMPDIR");
-
-	snprintf(tmpdir, sizeof(tmpdir), "%s/smolfs-tio_io-XXXXXX", base && *base ? base : "/tmp");
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
-		exit(1);
-	}
-}
 
 /* A new empty database (max_value_size maxv; 0: the default). */
 static struct tbl_db *new_db(size_t maxv)
@@ -1257,8 +1239,8 @@ static void test_progress_and_edges(void)
 
 int main(void)
 {
-	plan_lazy();
-	make_tmpdir();
+	plan(197);
+	make_tmpdir("tio_io");
 	test_exact_format();
 	test_round_trip();
 	test_big_value();
@@ -1270,7 +1252,6 @@ int main(void)
 	test_dry_run();
 	test_smoltable();
 	test_progress_and_edges();
-	nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-	done_testing();
+	rm_rf(tmpdir);
 	return exit_status();
 }

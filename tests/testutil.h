@@ -1,0 +1,102 @@
+/*
+ * testutil.h -- what smolfs's C tests share besides TAP (tap.h): a scratch
+ * directory per test program, its recursive removal, the test scale, and the
+ * seeds of the randomized tests.
+ *
+ * SMOLFS_TEST_SCALE (default 1) multiplies the sizes and rounds of the long
+ * randomized tests.  SMOLFS_TEST_SEED replays one seed; without it a
+ * randomized test runs with its fixed seed and then with a second one drawn
+ * at random for this run, and prints both, so every run explores new ground
+ * and a failure can be replayed.  Header-only, like tap.h.
+ */
+#ifndef SMOLFS_TESTUTIL_H
+#define SMOLFS_TESTUTIL_H
+
+#include <ftw.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The program's scratch directory, made by make_tmpdir(). */
+static char tmpdir[512];
+
+static int testutil_rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st; (void)flag; (void)ftw;
+	remove(path);
+	return 0;
+}
+
+/* Remove path and everything under it; errors are ignored (a test's cleanup). */
+__attribute__((unused))
+static void rm_rf(const char *path)
+{
+	nftw(path, testutil_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Make tmpdir: $TMPDIR (or /tmp)/smolfs-NAME-XXXXXX.  Exits if it cannot. */
+__attribute__((unused))
+static void make_tmpdir(const char *name)
+{
+	const char *base = getenv("TMPDIR");
+
+	snprintf(tmpdir, sizeof(tmpdir), "%s/smolfs-%s-XXXXXX", base && *base ? base : "/tmp",
+		 name);
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		exit(1);
+	}
+}
+
+/* SMOLFS_TEST_SCALE, or 1. */
+__attribute__((unused))
+static double test_scale(void)
+{
+	const char *s = getenv("SMOLFS_TEST_SCALE");
+	double v = s ? atof(s) : 1.0;
+
+	return v > 0 ? v : 1.0;
+}
+
+/* n times the scale, at least min. */
+__attribute__((unused))
+static long scaled(long n, long min)
+{
+	n = (long)((double)n * test_scale());
+	return n < min ? min : n;
+}
+
+/*
+ * The seeds to run a randomized test with: *seeds gets SMOLFS_TEST_SEED
+ * alone if it is set, else fixed and then a seed drawn for this run.
+ * Returns how many (1 or 2) and prints them, with how to replay each.
+ */
+__attribute__((unused))
+static int test_seeds(uint64_t fixed, uint64_t seeds[2])
+{
+	const char *s = getenv("SMOLFS_TEST_SEED");
+	struct timespec ts;
+	uint64_t x;
+
+	if (s && *s) {
+		seeds[0] = strtoull(s, NULL, 0);
+		printf("# seed %#llx (from SMOLFS_TEST_SEED)\n", (unsigned long long)seeds[0]);
+		return 1;
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	x = (uint64_t)ts.tv_sec * 1000000007u ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32);
+	x ^= x >> 31;
+	x *= 0x9e3779b97f4a7c15ull;
+	x ^= x >> 29;
+	seeds[0] = fixed;
+	seeds[1] = x;
+	printf("# seeds: %#llx (fixed), then %#llx (drawn for this run); replay one with "
+	       "SMOLFS_TEST_SEED=<seed>\n", (unsigned long long)fixed, (unsigned long long)x);
+	fflush(stdout);
+	return 2;
+}
+
+#endif
