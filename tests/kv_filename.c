@@ -84,10 +84,9 @@ static void test_round_trip(void)
 
 int main(void)
 {
-	plan_lazy();
+	plan(32);
 	test_build();
 	test_parse();
 	test_round_trip();
-	done_testing();
 	return exit_status();
 }

@@ -566,12 +566,11 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
-	plan_lazy();
+	plan(66);
 	test_read_only_open();
 	test_no_lock_file();
 	test_nothing_there();
 	test_table_layer();
-	done_testing();
 	nftw(tmpdir, unchmod_one, 16, FTW_PHYS);
 	rm_rf(tmpdir);
 	return exit_status();

@@ -915,7 +915,7 @@ static void test_validators(void)
 
 int main(void)
 {
-	plan_lazy();
+	plan(215);
 	make_tmpdir();
 	db = open_db("db", NULL);
 	test_cells();
@@ -927,6 +927,5 @@ int main(void)
 	test_validators();
 	tbl_close(db);
 	nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-	done_testing();
 	return exit_status();
 }

@@ -1239,7 +1239,7 @@ static void test_progress_and_edges(void)
 
 int main(void)
 {
-	plan(197);
+	plan(202);
 	make_tmpdir("tio_io");
 	test_exact_format();
 	test_round_trip();
