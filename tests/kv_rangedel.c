@@ -532,7 +532,7 @@ static void test_index_unrelated(void)
 
 int main(void)
 {
-	plan(34);
+	plan(42);
 	test_shapes();
 	test_random();
 	test_many();
