@@ -260,7 +260,7 @@ static int open_table(struct repair *rp, const char *path, struct sst **t)
 	if ((r = env_file_size(rp->env, path, &size)) < 0 ||
 	    (r = env_open_read(rp->env, path, &f)) < 0)
 		return r;
-	return sst_open(f, size, path, NULL, NULL, t);
+	return sst_open(f, size, path, NULL, NULL, 0, t);
 }
 
 static void note_problem(void *arg, uint64_t off, const char *msg)
