@@ -25,13 +25,16 @@ inst() {
 
 inst install
 status_is 0 "make install into a DESTDIR"
-for f in bin/smolctl bin/smolbench share/man/man1/smolctl.1 share/man/man1/smolbench.1 \
-	 share/man/man5/smolfs.5; do
+for f in bin/smolctl bin/smolbench bin/smolfs share/man/man1/smolctl.1 \
+	 share/man/man1/smolbench.1 share/man/man1/smolfs.1 share/man/man5/smolfs.5; do
 	test -f "$R$P/$f"
 	check $? "it installs $f"
 done
-test -x "$R$P/bin/smolctl" && test -x "$R$P/bin/smolbench"
+test -x "$R$P/bin/smolctl" && test -x "$R$P/bin/smolbench" && test -x "$R$P/bin/smolfs"
 check $? "the programs are executable"
+"$R$P/bin/smolfs" --version >"$T/out" 2>"$T/err"
+status=$?
+status_is 0 "the installed smolfs runs"
 
 run --version
 want=$(cat "$T/out")
@@ -54,7 +57,7 @@ status=$?
 status_is 0 "the installed smolbench runs"
 
 if command -v man >/dev/null 2>&1; then
-	for page in man1/smolctl.1 man1/smolbench.1 man5/smolfs.5; do
+	for page in man1/smolctl.1 man1/smolbench.1 man1/smolfs.1 man5/smolfs.5; do
 		MANWIDTH=80 man -l "$R$P/share/man/$page" >"$T/out" 2>"$T/err"
 		test $? -eq 0 && test -s "$T/out" && test ! -s "$T/err"
 		check $? "the installed $page renders without a warning"

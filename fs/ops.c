@@ -1,0 +1,3564 @@
+/*
+ * ops.c -- the filesystem operations: the tree of smolfs(1) mapped onto the
+ * table API.  Every request resolves its inode to a node (fs.h) that says
+ * what it stands for (a table, a row, a cell version...), does its work
+ * with table.h calls, and replies once: a reply's own failure (the request
+ * was interrupted) is logged and undoes what the reply would have handed to
+ * the kernel.
+ *
+ * Files are cells and family settings.  An open handle holds the file's
+ * text (what cat prints); writes change the handle's copy, and flush (the
+ * close() of that descriptor) commits it as one row mutation, parsed by the
+ * cell's type.  Reads of a handle see its own writes.  A commit invalidates
+ * what the kernel caches of the cell under every name that shows it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cell.h"
+#include "fs.h"
+#include "name.h"
+
+#define XATTR_TYPE "user.smolfs.type"
+
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1 << 0)
+#endif
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE (1 << 1)
+#endif
+
+extern const char *fs_datadir;
+
+static struct fs *req_fs(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static const char *node_label(const struct fs_node *n)
+{
+	return n && n->name && n->name[0] ? n->name : "/";
+}
+
+/*
+ * The one error reply.  Corruption becomes EIO with a log line; other
+ * failures of the engine (I/O, space, memory) are logged with the engine's
+ * sentence; expected answers (ENOENT, EEXIST...) are not.
+ */
+static void reply_err(fuse_req_t req, int rc, const char *op, const struct fs_node *n)
+{
+	int e = -rc, r;
+
+	if (rc == -EUCLEAN) {
+		fuse_log(FUSE_LOG_ERR, "smolfs: %s %s: damaged data, answered EIO: %s\n", op,
+			 node_label(n), kv_strerror(rc));
+		e = EIO;
+	} else if (rc == -EIO || rc == -ENOSPC || rc == -ENOMEM || rc == -EMFILE ||
+		   rc == -ENFILE || rc == -EDQUOT || rc == -E2BIG) {
+		fuse_log(FUSE_LOG_ERR, "smolfs: %s %s: %s\n", op, node_label(n), kv_strerror(rc));
+		if (rc == -E2BIG)
+			e = EFBIG;
+	} else if (e <= 0 || e >= 4096) {
+		fuse_log(FUSE_LOG_ERR, "smolfs: %s %s: unexpected result %d\n", op, node_label(n),
+			 rc);
+		e = EIO;
+	}
+	r = fuse_reply_err(req, e);
+	if (r < 0 && r != -ENOENT)
+		fuse_log(FUSE_LOG_DEBUG, "smolfs: %s: reply failed: %s\n", op, strerror(-r));
+}
+
+static void reply_failed(const char *op, int r)
+{
+	if (r < 0)
+		fuse_log(FUSE_LOG_DEBUG, "smolfs: %s: the reply did not reach the kernel: %s\n", op,
+			 strerror(-r));
+}
+
+/* ------------------------------------------------------------ reading the database */
+
+/* What a file of the tree shows: a cell version, or a family setting. */
+struct cellinfo {
+	uint64_t ts;
+	enum cell_type type;
+	size_t text_size;
+};
+
+/*
+ * Read one version of a cell (ts 0: the newest visible one); text (may be
+ * NULL) gets its rendered text.  -ENOENT if there is none.
+ */
+static int cell_get(struct fs *fs, const char *table, const void *row, size_t row_len,
+		    const char *family, const void *q, size_t qlen, uint64_t ts,
+		    struct cellinfo *ci, struct buf *text)
+{
+	struct tbl_cell_stat st;
+	uint64_t want = ts ? ts : TBL_TS_NEWEST;
+	void *data = NULL;
+	size_t len = 0;
+	int rc;
+
+	if (text) {
+		rc = tbl_get_cell(fs->db, NULL, table, row, row_len, family, q, qlen, want, &st,
+				  &data, &len);
+		if (rc == 0) {   /* hand over the malloc'd text (slice.h: ours to free) */
+			free(text->data);
+			text->data = data;
+			text->len = text->cap = len;
+		}
+	} else {
+		rc = tbl_stat_cell(fs->db, NULL, table, row, row_len, family, q, qlen, want, &st);
+	}
+	if (rc == -EINVAL)
+		rc = -ENOENT;   /* a key the table layer refuses names no cell */
+	if (rc < 0)
+		return rc;
+	ci->ts = st.ts;
+	ci->type = st.type;
+	ci->text_size = st.text_size;
+	return 0;
+}
+
+/* 0 if the row has a visible cell (of family, if not NULL), -ENOENT if not. */
+static int row_has(struct fs *fs, const char *table, const void *row, size_t row_len,
+		   const char *family)
+{
+	int rc = family ? tbl_row_has_family(fs->db, table, row, row_len, family)
+			: tbl_row_exists(fs->db, table, row, row_len);
+
+	return rc == -EINVAL ? -ENOENT : rc;
+}
+
+/* 1 if the table has a visible row, 0 if not, or an error. */
+static int table_has_rows(struct fs *fs, const char *table)
+{
+	struct tbl_read r;
+	struct tbl_scan *s = NULL;
+	const struct tbl_row *row;
+	int rc;
+
+	memset(&r, 0, sizeof(r));
+	r.row_keys_only = 1;
+	r.row_limit = 1;
+	rc = tbl_scan_new(fs->db, table, &r, &s);
+	if (rc < 0)
+		return rc;
+	rc = tbl_scan_next(s, &row);
+	tbl_scan_free(s);
+	return rc;
+}
+
+/* The text of a family setting, as cat shows it. */
+static int famattr_text(struct fs *fs, const char *table, const char *family, int attr,
+			char *out, size_t cap, size_t *len)
+{
+	struct tbl_family_settings s;
+	int rc = tbl_get_family(fs->db, table, family, &s), n = 0;
+
+	if (rc < 0)
+		return rc;
+	switch (attr) {
+	case FS_ATTR_TYPE:
+		n = snprintf(out, cap, "%s\n", cell_type_name(s.type));
+		break;
+	case FS_ATTR_MAX_VERSIONS:
+		n = snprintf(out, cap, "%u\n", (unsigned)s.max_versions);
+		break;
+	case FS_ATTR_TTL:
+		n = snprintf(out, cap, "%llu\n", (unsigned long long)s.ttl);
+		break;
+	case FS_ATTR_GROUP:
+		n = snprintf(out, cap, "%s\n", s.locality_group);
+		break;
+	case FS_ATTR_COMPRESSION:
+		n = s.compression ? snprintf(out, cap, "%d\n", s.compression)
+				  : snprintf(out, cap, "none\n");
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (n < 0 || (size_t)n >= cap)
+		return -EINVAL;
+	*len = (size_t)n;
+	return 0;
+}
+
+/* Strip surrounding whitespace of a setting's text into out (cap bytes). */
+static int trimmed(const char *p, size_t n, char *out, size_t cap)
+{
+	while (n && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+		p++, n--;
+	while (n && (p[n - 1] == ' ' || p[n - 1] == '\t' || p[n - 1] == '\n' || p[n - 1] == '\r'))
+		n--;
+	if (n == 0 || n >= cap || memchr(p, '\0', n))
+		return -EINVAL;
+	memcpy(out, p, n);
+	out[n] = '\0';
+	return 0;
+}
+
+static int parse_u64(const char *s, uint64_t max, uint64_t *v)
+{
+	char *end;
+	unsigned long long x;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	x = strtoull(s, &end, 10);
+	if (errno || *end || x > max)
+		return -EINVAL;
+	*v = x;
+	return 0;
+}
+
+/* Change one family setting from the text written to its file: -EINVAL if it does not parse. */
+static int famattr_set(struct fs *fs, const char *table, const char *family, int attr,
+		       const char *text, size_t len)
+{
+	struct tbl_family_settings s;
+	char v[TBL_MAX_FAMILY_NAME + 2];
+	uint64_t x;
+	int rc = trimmed(text, len, v, sizeof(v));
+
+	if (rc < 0)
+		return rc;
+	rc = tbl_get_family(fs->db, table, family, &s);
+	if (rc < 0)
+		return rc;
+	switch (attr) {
+	case FS_ATTR_TYPE: {
+		enum cell_type t;
+
+		rc = cell_type_parse(slice_str(v), &t);
+		if (rc < 0)
+			return rc;
+		s.type = t;
+		break;
+	}
+	case FS_ATTR_MAX_VERSIONS:
+		rc = parse_u64(v, UINT32_MAX, &x);
+		if (rc < 0)
+			return rc;
+		s.max_versions = (uint32_t)x;
+		break;
+	case FS_ATTR_TTL:
+		rc = parse_u64(v, UINT64_MAX / 1000000, &x);
+		if (rc < 0)
+			return rc;
+		s.ttl = x;
+		break;
+	case FS_ATTR_GROUP:
+		memcpy(s.locality_group, v, strlen(v) + 1);
+		break;
+	case FS_ATTR_COMPRESSION:
+		if (!strcmp(v, "none")) {
+			s.compression = 0;
+		} else {
+			rc = parse_u64(v, 22, &x);
+			if (rc < 0)
+				return rc;
+			s.compression = (int)x;
+		}
+		break;
+	default:
+		return -EINVAL;
+	}
+	return tbl_alter_family(fs->db, table, family, &s);
+}
+
+/* ------------------------------------------------------------ files in .families/<fam>/ */
+
+/*
+ * Tools restoring a schema write a settings file through a temporary one
+ * (rsync: ".type.XXXXXX", renamed over "type") or remove it first (tar:
+ * unlink, then create).  So a settings directory holds, in the daemon's
+ * memory, the temporary files made in it (until renamed over a setting or
+ * removed), and the settings unlinked (hidden until created again; the
+ * setting itself is unchanged).  A remount forgets both.
+ */
+struct fs_scratch {
+	char *table, *family, *name;
+	char *data;
+	size_t len;
+	int hidden;                 /* a setting's name: 1 unlinked, 2 hidden from pid only */
+	pid_t pid;                  /* hidden == 2: the process that made the family */
+	time_t until;               /* hidden == 2: for a few seconds */
+	uint64_t stamp;             /* a temporary cell file: utimensat's time, or 0 */
+	enum cell_type type;        /* and its user.smolfs.type, or CELL_INVALID */
+	struct fs_scratch *next;
+};
+
+/*
+ * The same store holds the temporary files of a row's family directory:
+ * the names beginning with "." there (a qualifier's leading dot is always
+ * escaped, %2E): rsync's ".q.XXXXXX", vim's ".q.swp", emacs' ".#q".  They
+ * live in memory until renamed to a cell's name, which commits their text,
+ * or removed.  Their key's "family" is "<family>/<row in hex>" ("/" is in
+ * no family name).  Malloc'd; NULL on ENOMEM.
+ */
+static char *temp_family(const struct fs_node *n)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t fl = strlen(n->family), i;
+	char *k = malloc(fl + 2 + 2 * n->row_len);
+
+	if (!k)
+		return NULL;
+	memcpy(k, n->family, fl);
+	k[fl] = '/';
+	for (i = 0; i < n->row_len; i++) {
+		k[fl + 1 + 2 * i] = hex[((const unsigned char *)n->row)[i] >> 4];
+		k[fl + 2 + 2 * i] = hex[((const unsigned char *)n->row)[i] & 15];
+	}
+	k[fl + 1 + 2 * n->row_len] = '\0';
+	return k;
+}
+
+/* The process of the request this thread serves (lookup, create), for hidden == 2. */
+static __thread pid_t request_pid;
+
+static int hidden_from_caller(const struct fs_scratch *x)
+{
+	if (x->hidden == 1)
+		return 1;
+	return x->hidden == 2 && x->pid == request_pid && time(NULL) <= x->until;
+}
+
+static struct fs_scratch *scratch_find(struct fs *fs, const char *table, const char *family,
+				       const char *name)
+{
+	struct fs_scratch *x;
+
+	for (x = fs->scratch; x; x = x->next)
+		if (!strcmp(x->table, table) && !strcmp(x->family, family) &&
+		    !strcmp(x->name, name))
+			return x;
+	return NULL;
+}
+
+/* 1 if (table, family, name) is a temporary file (or, hidden != 0, a hidden setting). */
+static int scratch_has(struct fs *fs, const char *table, const char *family, const char *name,
+		       int hidden, size_t *len)
+{
+	struct fs_scratch *x;
+	int has;
+
+	pthread_mutex_lock(&fs->lock);
+	x = scratch_find(fs, table, family, name);
+	has = x && (hidden ? hidden_from_caller(x) : !x->hidden);
+	if (has && len)
+		*len = x->len;
+	pthread_mutex_unlock(&fs->lock);
+	return has;
+}
+
+/* Add or replace the entry; data may be NULL (empty). */
+static int scratch_put(struct fs *fs, const char *table, const char *family, const char *name,
+		       const char *data, size_t len, int hidden)
+{
+	struct fs_scratch *x;
+	char *copy = malloc(len ? len : 1);
+
+	if (!copy)
+		return -ENOMEM;
+	if (len)
+		memcpy(copy, data, len);
+	pthread_mutex_lock(&fs->lock);
+	x = scratch_find(fs, table, family, name);
+	if (!x) {
+		x = calloc(1, sizeof(*x));
+		if (x && (!(x->table = strdup(table)) || !(x->family = strdup(family)) ||
+			  !(x->name = strdup(name)))) {
+			free(x->table);
+			free(x->family);
+			free(x->name);
+			free(x);
+			x = NULL;
+		}
+		if (!x) {
+			pthread_mutex_unlock(&fs->lock);
+			free(copy);
+			return -ENOMEM;
+		}
+		x->next = fs->scratch;
+		fs->scratch = x;
+	}
+	free(x->data);
+	x->data = copy;
+	x->len = len;
+	x->hidden = hidden;
+	x->pid = request_pid;
+	x->until = time(NULL) + 10;
+	pthread_mutex_unlock(&fs->lock);
+	return 0;
+}
+
+/* Copy a temporary file's text out (malloc'd into *data). */
+static int scratch_get(struct fs *fs, const char *table, const char *family, const char *name,
+		       char **data, size_t *len)
+{
+	struct fs_scratch *x;
+	int rc = -ENOENT;
+
+	pthread_mutex_lock(&fs->lock);
+	x = scratch_find(fs, table, family, name);
+	if (x && !x->hidden) {
+		*data = malloc(x->len ? x->len : 1);
+		rc = *data ? 0 : -ENOMEM;
+		if (rc == 0) {
+			if (x->len)
+				memcpy(*data, x->data, x->len);
+			*len = x->len;
+		}
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+/* A temporary cell file's size, time and type: 0 or -ENOENT. */
+static int temp_stat(struct fs *fs, const struct fs_node *n, const char *name, size_t *len,
+		     uint64_t *stamp, enum cell_type *type)
+{
+	struct fs_scratch *x;
+	char *fam = temp_family(n);
+	int rc = -ENOENT;
+
+	if (!fam)
+		return -ENOMEM;
+	pthread_mutex_lock(&fs->lock);
+	x = scratch_find(fs, n->table, fam, name);
+	if (x && !x->hidden) {
+		if (len)
+			*len = x->len;
+		if (stamp)
+			*stamp = x->stamp;
+		if (type)
+			*type = x->type;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	free(fam);
+	return rc;
+}
+
+/* Set a temporary cell file's time (stamp != 0) or type (type != CELL_INVALID). */
+static int temp_meta(struct fs *fs, const struct fs_node *n, const char *name, uint64_t stamp,
+		     enum cell_type type)
+{
+	struct fs_scratch *x;
+	char *fam = temp_family(n);
+	int rc = -ENOENT;
+
+	if (!fam)
+		return -ENOMEM;
+	pthread_mutex_lock(&fs->lock);
+	x = scratch_find(fs, n->table, fam, name);
+	if (x && !x->hidden) {
+		if (stamp)
+			x->stamp = stamp;
+		if (type != CELL_INVALID)
+			x->type = type;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	free(fam);
+	return rc;
+}
+
+static int temp_put(struct fs *fs, const struct fs_node *n, const char *name, const char *data,
+		    size_t len)
+{
+	char *fam = temp_family(n);
+	int rc = fam ? scratch_put(fs, n->table, fam, name, data, len, 0) : -ENOMEM;
+
+	free(fam);
+	return rc;
+}
+
+static int temp_get(struct fs *fs, const struct fs_node *n, const char *name, char **data,
+		    size_t *len)
+{
+	char *fam = temp_family(n);
+	int rc = fam ? scratch_get(fs, n->table, fam, name, data, len) : -ENOMEM;
+
+	free(fam);
+	return rc;
+}
+
+static void scratch_remove(struct fs *fs, const char *table, const char *family,
+			   const char *name);
+
+static void temp_remove(struct fs *fs, const struct fs_node *n, const char *name)
+{
+	char *fam = temp_family(n);
+
+	if (fam)
+		scratch_remove(fs, n->table, fam, name);
+	free(fam);
+}
+
+/* Remove the entry (name NULL: every entry of the family; family NULL: of the table). */
+static void scratch_remove(struct fs *fs, const char *table, const char *family,
+			   const char *name)
+{
+	struct fs_scratch **p, *x;
+
+	pthread_mutex_lock(&fs->lock);
+	p = &fs->scratch;
+	while ((x = *p)) {
+		if (strcmp(x->table, table) || (family && strcmp(x->family, family)) ||
+		    (name && strcmp(x->name, name))) {
+			p = &x->next;
+			continue;
+		}
+		*p = x->next;
+		free(x->table);
+		free(x->family);
+		free(x->name);
+		free(x->data);
+		free(x);
+	}
+	pthread_mutex_unlock(&fs->lock);
+}
+
+/*
+ * A copy tool restoring a cell writes its files in the order the source
+ * directory lists them: "q@ts" (an older version) may come before "q",
+ * which then exists already, and an O_EXCL create of "q" (cp -a, tar)
+ * would fail.  So for ten seconds the process that made a cell through a
+ * version name does not see the cell's newest name "q", until it creates
+ * it; every other process does.
+ */
+struct fs_recent {
+	char *table, *family;
+	void *key;                  /* row, then qualifier */
+	size_t row_len, qlen;
+	pid_t pid;
+	time_t until;
+	struct fs_recent *next;
+};
+
+static int recent_is(const struct fs_recent *r, const struct fs_node *n)
+{
+	return !strcmp(r->table, n->table) && !strcmp(r->family, n->family) &&
+	       r->row_len == n->row_len && r->qlen == n->qual_len &&
+	       !memcmp(r->key, n->row, n->row_len) &&
+	       !memcmp((char *)r->key + n->row_len, n->qual, n->qual_len);
+}
+
+static void recent_free(struct fs_recent *r)
+{
+	free(r->table);
+	free(r->family);
+	free(r->key);
+	free(r);
+}
+
+/* Drop the expired entries and those of cell n (n may be NULL); under fs.lock. */
+static void recent_prune(struct fs *fs, const struct fs_node *n)
+{
+	struct fs_recent **p = &fs->recent, *r;
+	time_t now = time(NULL);
+
+	while ((r = *p)) {
+		if (r->until < now || (n && recent_is(r, n))) {
+			*p = r->next;
+			recent_free(r);
+		} else {
+			p = &r->next;
+		}
+	}
+}
+
+static void recent_add(struct fs *fs, const struct fs_node *n)
+{
+	struct fs_recent *r = calloc(1, sizeof(*r));
+
+	if (r) {
+		r->table = strdup(n->table);
+		r->family = strdup(n->family);
+		r->key = malloc(n->row_len + n->qual_len + 1);
+	}
+	if (!r || !r->table || !r->family || !r->key) {
+		if (r)
+			recent_free(r);
+		return;   /* only the O_EXCL restore of this cell is affected */
+	}
+	memcpy(r->key, n->row, n->row_len);
+	memcpy((char *)r->key + n->row_len, n->qual, n->qual_len);
+	r->row_len = n->row_len;
+	r->qlen = n->qual_len;
+	r->pid = request_pid;
+	r->until = time(NULL) + 10;
+	pthread_mutex_lock(&fs->lock);
+	recent_prune(fs, n);
+	r->next = fs->recent;
+	fs->recent = r;
+	pthread_mutex_unlock(&fs->lock);
+}
+
+/* Is the newest name of cell n hidden from the calling process? */
+static int recent_hides(struct fs *fs, const struct fs_node *n)
+{
+	struct fs_recent *r;
+	time_t now = time(NULL);
+	int hides = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	for (r = fs->recent; r && !hides; r = r->next)
+		hides = r->pid == request_pid && r->until >= now && recent_is(r, n);
+	pthread_mutex_unlock(&fs->lock);
+	return hides;
+}
+
+static void recent_forget(struct fs *fs, const struct fs_node *n)
+{
+	pthread_mutex_lock(&fs->lock);
+	recent_prune(fs, n);
+	pthread_mutex_unlock(&fs->lock);
+}
+
+void fs_scratch_free(struct fs *fs)
+{
+	while (fs->recent) {
+		struct fs_recent *r = fs->recent;
+
+		fs->recent = r->next;
+		recent_free(r);
+	}
+	while (fs->scratch) {
+		struct fs_scratch *x = fs->scratch;
+
+		fs->scratch = x->next;
+		free(x->table);
+		free(x->family);
+		free(x->name);
+		free(x->data);
+		free(x);
+	}
+}
+
+/* ------------------------------------------------------------ attributes */
+
+static void ts_to_timespec(uint64_t ts, struct timespec *t)
+{
+	t->tv_sec = (time_t)(ts / 1000000);
+	t->tv_nsec = (long)(ts % 1000000) * 1000;
+}
+
+static void fill_dir(struct fs *fs, uint64_t ino, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = ino;
+	st->st_mode = S_IFDIR | 0755;
+	st->st_nlink = 1;   /* subdirectories are not counted (as btrfs does) */
+	st->st_uid = fs->uid;
+	st->st_gid = fs->gid;
+	st->st_size = 0;
+	st->st_blksize = 4096;
+	st->st_atim = st->st_mtim = st->st_ctim = fs->start;
+}
+
+static void fill_file(struct fs *fs, uint64_t ino, size_t size, uint64_t ts, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = ino;
+	st->st_mode = S_IFREG | (fs->cfg.ro ? 0444 : 0644);
+	st->st_nlink = 1;
+	st->st_uid = fs->uid;
+	st->st_gid = fs->gid;
+	st->st_size = (off_t)size;
+	st->st_blksize = 4096;
+	st->st_blocks = (blkcnt_t)((size + 511) / 512);
+	if (ts)
+		ts_to_timespec(ts, &st->st_mtim);
+	else
+		st->st_mtim = fs->start;
+	st->st_atim = st->st_ctim = st->st_mtim;
+}
+
+/*
+ * A setting's st_mtime is derived from its text (a time in 2001-2004), so
+ * that two settings files differ in time when they differ in text: rsync's
+ * quick check (size and time) then never skips a changed "3\n" over "0\n".
+ */
+static uint64_t setting_mtime(const char *text, size_t len)
+{
+	uint64_t h = 1469598103934665603ull;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		h ^= (unsigned char)text[i];
+		h *= 1099511628211ull;
+	}
+	return (1000000000ull + h % 100000000ull) * 1000000;
+}
+
+/*
+ * Does what n describes exist, and what are its attributes?  n may be a
+ * template not yet in the table (a lookup) or a live node (getattr); ino is
+ * the number to report.
+ */
+static int node_stat(struct fs *fs, const struct fs_node *n, uint64_t ino, struct stat *st)
+{
+	struct tbl_family_settings s;
+	struct cellinfo ci;
+	char text[128];
+	size_t len;
+	int rc;
+
+	switch (n->kind) {
+	case FS_ROOT:
+	case FS_PREFIXES:
+	case FS_PREFIX:
+		fill_dir(fs, ino, st);
+		return n->kind == FS_ROOT ? 0 : tbl_table_exists(fs->db, n->table);
+	case FS_TABLE:
+	case FS_FAMILIES:
+		rc = tbl_table_exists(fs->db, n->table);
+		fill_dir(fs, ino, st);
+		return rc;
+	case FS_FAMDEF:
+		rc = tbl_get_family(fs->db, n->table, n->family, &s);
+		fill_dir(fs, ino, st);
+		return rc;
+	case FS_FAMATTR:
+		if (n->attr == FS_ATTR_SCRATCH) {
+			if (!scratch_has(fs, n->table, n->family, n->name, 0, &len))
+				return -ENOENT;
+			fill_file(fs, ino, len, 0, st);
+			return 0;
+		}
+		if (scratch_has(fs, n->table, n->family, n->name, 1, NULL))
+			return -ENOENT;   /* unlinked (tar), until created again */
+		rc = famattr_text(fs, n->table, n->family, n->attr, text, sizeof(text), &len);
+		if (rc < 0)
+			return rc;
+		fill_file(fs, ino, len, setting_mtime(text, len), st);
+		return 0;
+	/*
+	 * A row or family directory exists while it holds a cell or is an
+	 * empty one kept in memory; one the kernel already holds (ino != 0)
+	 * stays readable, empty, when its cells went another way (its family
+	 * dropped by rm -r of the table, the row removed through .prefix/), so
+	 * a tool walking it sees an empty directory rather than one vanishing.
+	 */
+	case FS_ROW:
+		rc = row_has(fs, n->table, n->row, n->row_len, NULL);
+		if (rc == -ENOENT && (ino || fs_empty_has(fs, n->table, n->row, n->row_len, NULL)))
+			rc = 0;
+		fill_dir(fs, ino, st);
+		return rc;
+	case FS_ROWFAM:
+		rc = row_has(fs, n->table, n->row, n->row_len, n->family);
+		if (rc == -ENOENT &&
+		    (ino || fs_empty_has(fs, n->table, n->row, n->row_len, n->family)))
+			rc = 0;
+		fill_dir(fs, ino, st);
+		return rc;
+	case FS_TEMP: {
+		uint64_t stamp = 0;
+
+		rc = temp_stat(fs, n, n->name, &len, &stamp, NULL);
+		if (rc == 0)
+			fill_file(fs, ino, len, stamp, st);
+		return rc;
+	}
+	case FS_CELL:
+		rc = cell_get(fs, n->table, n->row, n->row_len, n->family, n->qual, n->qual_len,
+			      n->ts, &ci, NULL);
+		if (rc == 0) {
+			fill_file(fs, ino, ci.text_size, ci.ts, st);
+		} else if (rc == -ENOENT && ino && (n->dirty_open || n->pending)) {
+			/* created and not committed yet: the writer's text so far */
+			fill_file(fs, ino, n->dirty_len, 0, st);
+			rc = 0;
+		}
+		return rc;
+	}
+	return -EIO;
+}
+
+/* What an entry's attributes and the lookup counts' timeouts are. */
+static void fill_entry(struct fs *fs, struct fs_node *n, const struct stat *st,
+		       struct fuse_entry_param *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->ino = n->ino;
+	e->generation = n->generation;
+	e->attr = *st;
+	e->attr.st_ino = n->ino;
+	e->attr_timeout = fs->cfg.timeout;
+	e->entry_timeout = fs->cfg.timeout;
+}
+
+/* ------------------------------------------------------------ names to nodes */
+
+/*
+ * Describe the child `name` of parent in t (pointers into scratch, which
+ * holds FS_NAME_MAX bytes, or into parent).  -ENOENT if no such child can
+ * exist at that place, -EINVAL for a malformed escape.
+ */
+static int child_template(const struct fs_node *parent, const char *name, size_t len,
+			  struct fs_node *t, char *scratch)
+{
+	size_t klen, qn;
+	uint64_t ts;
+	int rc, i;
+
+	memset(t, 0, sizeof(*t));
+	t->table = parent->table;
+	t->family = parent->family;
+	t->row = parent->row;
+	t->row_len = parent->row_len;
+	if (len > FS_NAME_MAX)
+		return -ENAMETOOLONG;
+	switch (parent->kind) {
+	case FS_ROOT:
+		if (len > TBL_MAX_NAME || memchr(name, '\0', len))
+			return -ENOENT;
+		memcpy(scratch, name, len);
+		scratch[len] = '\0';
+		t->kind = FS_TABLE;
+		t->table = scratch;
+		t->row = NULL;
+		return 0;
+	case FS_TABLE:
+		if (len == 9 && !memcmp(name, ".families", 9)) {
+			t->kind = FS_FAMILIES;
+			return 0;
+		}
+		if (len == 7 && !memcmp(name, ".prefix", 7)) {
+			t->kind = FS_PREFIXES;
+			return 0;
+		}
+		if (name[0] == '.')
+			return -ENOENT;   /* reserved; row keys beginning with "." are %2E... */
+		/* fall through */
+	case FS_PREFIX:
+		rc = fs_name_unescape(name, len, scratch, &klen);
+		if (rc < 0)
+			return rc;
+		if (parent->kind == FS_PREFIX &&
+		    (klen < parent->row_len || memcmp(scratch, parent->row, parent->row_len)))
+			return -ENOENT;
+		t->kind = FS_ROW;
+		t->row = scratch;
+		t->row_len = klen;
+		return 0;
+	case FS_PREFIXES:
+		rc = fs_name_unescape(name, len, scratch, &klen);
+		if (rc < 0)
+			return rc;
+		t->kind = FS_PREFIX;
+		t->row = scratch;
+		t->row_len = klen;
+		return 0;
+	case FS_FAMILIES:
+	case FS_ROW:
+		if (len > TBL_MAX_FAMILY_NAME)
+			return -ENOENT;
+		memcpy(scratch, name, len);
+		scratch[len] = '\0';
+		t->kind = parent->kind == FS_FAMILIES ? FS_FAMDEF : FS_ROWFAM;
+		t->family = scratch;
+		if (t->kind == FS_FAMDEF)
+			t->row = NULL, t->row_len = 0;
+		return 0;
+	case FS_FAMDEF:
+		for (i = 0; i < FS_ATTR_COUNT; i++)
+			if (strlen(fs_attr_names[i]) == len && !memcmp(fs_attr_names[i], name, len)) {
+				t->kind = FS_FAMATTR;
+				t->attr = i;
+				t->name = (char *)fs_attr_names[i];
+				t->name_len = len;
+				return 0;
+			}
+		/* a temporary file, if one by that name was made (fs_scratch) */
+		memcpy(scratch, name, len);
+		scratch[len] = '\0';
+		t->kind = FS_FAMATTR;
+		t->attr = FS_ATTR_SCRATCH;
+		t->name = scratch;
+		t->name_len = len;
+		return 0;
+	case FS_ROWFAM:
+		if (name[0] == '.') {   /* a temporary file (fs_scratch) */
+			memcpy(scratch, name, len);
+			scratch[len] = '\0';
+			t->kind = FS_TEMP;
+			t->name = scratch;
+			t->name_len = len;
+			return 0;
+		}
+		rc = fs_name_split_version(name, len, &qn, &ts);
+		if (rc < 0)
+			return rc;
+		rc = fs_name_unescape(name, qn, scratch, &klen);
+		if (rc < 0)
+			return rc;
+		t->kind = FS_CELL;
+		t->qual = scratch;
+		t->qual_len = klen;
+		t->ts = ts;
+		return 0;
+	case FS_FAMATTR:
+	case FS_CELL:
+	case FS_TEMP:
+		return -ENOTDIR;
+	}
+	return -ENOENT;
+}
+
+static int is_dir_kind(enum fs_kind k)
+{
+	return k != FS_CELL && k != FS_FAMATTR && k != FS_TEMP;
+}
+
+/* ------------------------------------------------------------ lookup, forget, getattr */
+
+static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fs *fs = req_fs(req);
+	struct fs_node *p = fs_node_get(fs, parent), t, *n;
+	char scratch[FS_NAME_MAX + 1];
+	struct fuse_entry_param e;
+	struct stat st;
+	size_t len = strlen(name);
+	int rc;
+
+	if (!p)
+		return reply_err(req, -ESTALE, "lookup", NULL);
+	request_pid = fuse_req_ctx(req)->pid;
+	rc = child_template(p, name, len, &t, scratch);
+	if (rc == -EINVAL)
+		rc = -ENOENT;   /* a name no key escapes to */
+	if (rc == 0)
+		rc = node_stat(fs, &t, 0, &st);
+	if (rc == 0 && t.kind == FS_CELL && t.ts == 0 && fs->recent && recent_hides(fs, &t))
+		rc = -ENOENT;
+	if (rc < 0) {
+		/* a created cell not committed yet exists while its handle is open */
+		if (rc == -ENOENT && t.kind == FS_CELL) {
+			n = fs_node_get(fs, fs_child_ino(fs, parent, name, len));
+			if (n && n->parent == parent && (n->dirty_open || n->pending) &&
+			    node_stat(fs, n, n->ino, &st) == 0) {
+				n = fs_node_ref(fs, p, name, len, &t);
+				if (n) {
+					fill_entry(fs, n, &st, &e);
+					rc = fuse_reply_entry(req, &e);
+					if (rc < 0)
+						fs_node_unref(fs, n, 1);
+					return;
+				}
+			}
+		}
+		return reply_err(req, rc, "lookup", p);
+	}
+	n = fs_node_ref(fs, p, name, len, &t);
+	if (!n)
+		return reply_err(req, -ENOMEM, "lookup", p);
+	if (n->dirty_open)
+		node_stat(fs, n, n->ino, &st);
+	fill_entry(fs, n, &st, &e);
+	rc = fuse_reply_entry(req, &e);
+	if (rc < 0) {
+		reply_failed("lookup", rc);
+		fs_node_unref(fs, n, 1);
+	}
+}
+
+static void fs_forget_one(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	fs_forget(req_fs(req), ino, nlookup);
+	fuse_reply_none(req);
+}
+
+static void fs_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	struct fs *fs = req_fs(req);
+	size_t i;
+
+	for (i = 0; i < count; i++)
+		fs_forget(fs, forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs *fs = req_fs(req);
+	struct fs_node *n = fs_node_get(fs, ino);
+	struct stat st;
+	int rc;
+
+	if (!n)
+		return reply_err(req, -ESTALE, "getattr", NULL);
+	request_pid = fuse_req_ctx(req)->pid;
+	rc = node_stat(fs, n, ino, &st);
+	if (rc < 0)
+		return reply_err(req, rc, "getattr", n);
+	/* while a writer has it open, the committed size may change at any close */
+	reply_failed("getattr", fuse_reply_attr(req, &st, n->dirty_open ? 0 : fs->cfg.timeout));
+}
+
+/* ------------------------------------------------------------ invalidation helpers */
+
+/*
+ * The attributes and pages go; a version's name stays in the kernel's cache
+ * (its getattr and open answer ENOENT once it is gone, and its unlink
+ * succeeds: rm -r removes q, then the q@ts it listed).
+ */
+static void inval_one(struct fs *fs, struct fs_node *n, void *arg)
+{
+	n->cached_ts = 0;
+	fs_notify_inode(fs, n->ino);
+	(void)arg;
+}
+
+/*
+ * The cell (table, row, family, q) changed: whatever the kernel holds of it,
+ * under any name (q, q@ts, through .prefix/), is to be read again.
+ */
+static void inval_cell(struct fs *fs, const char *table, const void *row, size_t row_len,
+		       const char *family, const void *q, size_t qlen)
+{
+	fs_each_node(fs, FS_CELL, table, family, row, row_len, q, qlen, inval_one, NULL);
+}
+
+static void inval_entry_one(struct fs *fs, struct fs_node *n, void *arg)
+{
+	fs_notify_entry(fs, n->parent, n->name, n->name_len);
+	fs_notify_inode(fs, n->ino);
+	(void)arg;
+}
+
+/*
+ * A cell was removed from (row, family): if that was its last, the family's
+ * directory (and so its row's) stays as an empty one in memory, as on any
+ * filesystem (rm -r removes the cells, then rmdir's their directories).
+ */
+static void keep_dirs(struct fs *fs, const char *table, const void *row, size_t row_len,
+		      const char *family)
+{
+	if (row_has(fs, table, row, row_len, family) == -ENOENT &&
+	    fs_empty_add(fs, table, row, row_len, family) < 0)
+		fuse_log(FUSE_LOG_ERR, "smolfs: table %s: out of memory keeping an emptied "
+			 "directory\n", table);
+}
+
+/* ------------------------------------------------------------ directories */
+
+/* One directory entry, held by a handle until it reaches the kernel. */
+struct dent {
+	char *name;
+	size_t len;
+	struct fs_node t;           /* what it stands for (pointers owned: below) */
+	char *table;
+	void *row;
+	void *qual;
+	char *family;
+	struct stat st;
+	int plus;                   /* hand the kernel a lookup with it */
+};
+
+struct fs_dir {
+	pthread_mutex_t lock;
+	struct fs_node *node;
+	off_t next_off;             /* offset of the next entry to give */
+	/* listed at once (small directories): ents[pos..n) */
+	struct dent *ents;
+	size_t n, pos;
+	int loaded;
+	/* streamed (rows of a table or prefix) */
+	int phase;                  /* 0 ".", 1 "..", 2 ".families", 3 rows, 4 done */
+	struct tbl_scan *scan;
+	void *srow;                 /* the scan's current row, copied, or NULL */
+	size_t srow_len;
+	int sdone;
+	void **erows;               /* empty rows in memory, sorted */
+	size_t *elens;
+	size_t ne, epos;
+	struct dent cur;            /* an entry produced and not yet given */
+	int have_cur;
+};
+
+static void dent_free(struct dent *d)
+{
+	free(d->name);
+	free(d->table);
+	free(d->row);
+	free(d->qual);
+	free(d->family);
+	memset(d, 0, sizeof(*d));
+}
+
+static void dir_reset(struct fs_dir *d)
+{
+	size_t i;
+
+	for (i = 0; i < d->n; i++)
+		dent_free(&d->ents[i]);
+	free(d->ents);
+	d->ents = NULL;
+	d->n = d->pos = 0;
+	d->loaded = 0;
+	if (d->scan)
+		tbl_scan_free(d->scan);
+	d->scan = NULL;
+	free(d->srow);
+	d->srow = NULL;
+	d->sdone = 0;
+	for (i = 0; i < d->ne; i++)
+		free(d->erows[i]);
+	free(d->erows);
+	free(d->elens);
+	d->erows = NULL;
+	d->elens = NULL;
+	d->ne = d->epos = 0;
+	if (d->have_cur)
+		dent_free(&d->cur);
+	d->have_cur = 0;
+	d->phase = 0;
+	d->next_off = 0;
+}
+
+/* Fill an entry: name (copied), and what it stands for (keys copied). */
+static int dent_set(struct dent *d, const char *name, size_t len, const struct fs_node *t)
+{
+	memset(d, 0, sizeof(*d));
+	d->name = malloc(len + 1);
+	if (!d->name)
+		return -ENOMEM;
+	memcpy(d->name, name, len);
+	d->name[len] = '\0';
+	d->len = len;
+	d->t = *t;
+	if (t->table) {
+		d->table = strdup(t->table);
+		if (!d->table)
+			return -ENOMEM;
+		d->t.table = d->table;
+	}
+	if (t->row) {
+		d->row = malloc(t->row_len ? t->row_len : 1);
+		if (!d->row)
+			return -ENOMEM;
+		memcpy(d->row, t->row, t->row_len);
+		d->t.row = d->row;
+	}
+	if (t->qual) {
+		d->qual = malloc(t->qual_len ? t->qual_len : 1);
+		if (!d->qual)
+			return -ENOMEM;
+		memcpy(d->qual, t->qual, t->qual_len);
+		d->t.qual = d->qual;
+	}
+	if (t->family) {
+		d->family = strdup(t->family);
+		if (!d->family)
+			return -ENOMEM;
+		d->t.family = d->family;
+	}
+	return 0;
+}
+
+static int push_dent(struct fs_dir *d, size_t *cap, const char *name, size_t len,
+		     const struct fs_node *t, const struct stat *st, int plus)
+{
+	struct dent *e;
+	int rc;
+
+	if (d->n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 16;
+		struct dent *v = realloc(d->ents, nc * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		d->ents = v;
+		*cap = nc;
+	}
+	e = &d->ents[d->n];
+	rc = dent_set(e, name, len, t);
+	if (rc < 0) {
+		dent_free(e);
+		return rc;
+	}
+	if (st)
+		e->st = *st;
+	e->plus = plus;
+	d->n++;
+	return 0;
+}
+
+static int push_dots(struct fs *fs, struct fs_dir *d, size_t *cap)
+{
+	struct fs_node t;
+	struct stat st;
+	int rc;
+
+	memset(&t, 0, sizeof(t));
+	t.kind = d->node->kind;
+	fill_dir(fs, d->node->ino, &st);
+	rc = push_dent(d, cap, ".", 1, &t, &st, 0);
+	if (rc == 0) {
+		fill_dir(fs, d->node->parent ? d->node->parent : FUSE_ROOT_ID, &st);
+		rc = push_dent(d, cap, "..", 2, &t, &st, 0);
+	}
+	return rc;
+}
+
+/* A child of the directory by template: its name's number and attributes. */
+static int push_child(struct fs *fs, struct fs_dir *d, size_t *cap, const char *name, size_t len,
+		      const struct fs_node *t, int stat_it)
+{
+	struct stat st;
+	uint64_t ino = fs_child_ino(fs, d->node->ino, name, len);
+	int rc;
+
+	if (is_dir_kind(t->kind)) {
+		fill_dir(fs, ino, &st);
+	} else if (stat_it) {
+		rc = node_stat(fs, t, ino, &st);
+		if (rc == -ENOENT)
+			return 0;
+		if (rc < 0)
+			return rc;
+	}
+	return push_dent(d, cap, name, len, t, &st, 1);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * The cells of one family of a row: q for each newest version, q@ts for the
+ * older ones, from a listing that reads no value.
+ */
+static int load_rowfam(struct fs *fs, struct fs_dir *d, size_t *cap)
+{
+	const struct fs_node *n = d->node;
+	struct tbl_columns *cols = NULL;
+	const struct tbl_column *c;
+	int rc;
+
+	rc = tbl_columns_new(fs->db, NULL, n->table, n->row, n->row_len, n->family, NULL, 0, 0,
+			     TBL_COLUMNS_VERSIONS, &cols);
+	if (rc == -ENOENT || rc == -EINVAL)
+		return 0;   /* the family was dropped meanwhile: nothing to list */
+	if (rc < 0)
+		return rc;
+	while ((rc = tbl_columns_next(cols, &c)) > 0) {
+		char name[FS_NAME_MAX + 1];
+		size_t len;
+		struct fs_node t;
+		struct stat st;
+
+		rc = fs_name_version(c->qualifier, c->qualifier_len, c->newest ? 0 : c->ts, name,
+				     &len);
+		if (rc == -ENAMETOOLONG) {
+			fuse_log(FUSE_LOG_WARNING, "smolfs: table %s: a qualifier of %zu bytes has "
+				 "no name within NAME_MAX; not listed\n", n->table,
+				 c->qualifier_len);
+			continue;
+		}
+		if (rc < 0)
+			break;
+		memset(&t, 0, sizeof(t));
+		t.kind = FS_CELL;
+		t.table = n->table;
+		t.family = n->family;
+		t.row = n->row;
+		t.row_len = n->row_len;
+		t.qual = (void *)c->qualifier;
+		t.qual_len = c->qualifier_len;
+		t.ts = c->newest ? 0 : c->ts;
+		fill_file(fs, fs_child_ino(fs, n->ino, name, len), c->text_size, c->ts, &st);
+		rc = push_dent(d, cap, name, len, &t, &st, 1);
+		if (rc < 0)
+			break;
+	}
+	tbl_columns_free(cols);
+	return rc < 0 ? rc : 0;
+}
+
+/* The families of a row that hold cells, and its empty ones in memory. */
+static int load_row(struct fs *fs, struct fs_dir *d, size_t *cap)
+{
+	const struct fs_node *n = d->node;
+	char **fams = NULL, **empties = NULL, **all = NULL;
+	size_t nf = 0, ne = 0, i, na = 0;
+	int rc;
+
+	rc = tbl_row_families(fs->db, n->table, n->row, n->row_len, &fams, &nf);
+	if (rc == -EINVAL)
+		rc = 0;
+	if (rc < 0)
+		return rc;
+	rc = fs_empty_families(fs, n->table, n->row, n->row_len, &empties, &ne);
+	if (rc < 0)
+		goto out;
+	all = calloc(nf + ne + 1, sizeof(*all));
+	if (!all) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < nf; i++)
+		all[na++] = fams[i];
+	for (i = 0; i < ne; i++) {
+		size_t j;
+
+		for (j = 0; j < na && strcmp(all[j], empties[i]); j++)
+			;
+		if (j == na)
+			all[na++] = empties[i];
+	}
+	if (na)
+		qsort(all, na, sizeof(*all), cmp_str);
+	for (i = 0; i < na && rc == 0; i++) {
+		struct fs_node t;
+
+		memset(&t, 0, sizeof(t));
+		t.kind = FS_ROWFAM;
+		t.table = n->table;
+		t.family = all[i];
+		t.row = n->row;
+		t.row_len = n->row_len;
+		rc = push_child(fs, d, cap, all[i], strlen(all[i]), &t, 0);
+	}
+out:
+	free(all);
+	tbl_free_names(fams, nf);
+	tbl_free_names(empties, ne);
+	return rc;
+}
+
+/* Everything of a small directory, at offset 0. */
+static int dir_load(struct fs *fs, struct fs_dir *d)
+{
+	const struct fs_node *n = d->node;
+	size_t cap = 0, i, nn = 0;
+	char **names = NULL;
+	struct fs_node t;
+	int rc;
+
+	rc = push_dots(fs, d, &cap);
+	if (rc < 0)
+		return rc;
+	memset(&t, 0, sizeof(t));
+	t.table = n->table;
+	t.family = n->family;
+	t.row = n->row;
+	t.row_len = n->row_len;
+	switch (n->kind) {
+	case FS_ROOT:
+		rc = tbl_list_tables(fs->db, &names, &nn);
+		t.kind = FS_TABLE;
+		for (i = 0; i < nn && rc == 0; i++) {
+			t.table = names[i];
+			rc = push_child(fs, d, &cap, names[i], strlen(names[i]), &t, 0);
+		}
+		break;
+	case FS_FAMILIES:
+		rc = tbl_list_families(fs->db, n->table, &names, &nn);
+		t.kind = FS_FAMDEF;
+		for (i = 0; i < nn && rc == 0; i++) {
+			t.family = names[i];
+			rc = push_child(fs, d, &cap, names[i], strlen(names[i]), &t, 0);
+		}
+		break;
+	case FS_FAMDEF:
+		t.kind = FS_FAMATTR;
+		for (i = 0; i < FS_ATTR_COUNT && rc == 0; i++) {
+			if (scratch_has(fs, n->table, n->family, fs_attr_names[i], 1, NULL))
+				continue;
+			t.attr = (int)i;
+			t.name = (char *)fs_attr_names[i];
+			rc = push_child(fs, d, &cap, fs_attr_names[i], strlen(fs_attr_names[i]), &t,
+					1);
+		}
+		break;
+	case FS_PREFIXES:
+		break;   /* lists nothing: find, du and rsync never walk a table twice */
+	case FS_ROW:
+		rc = load_row(fs, d, &cap);
+		break;
+	case FS_ROWFAM:
+		rc = load_rowfam(fs, d, &cap);
+		break;
+	default:
+		rc = -ENOTDIR;
+	}
+	tbl_free_names(names, nn);
+	d->loaded = 1;
+	return rc;
+}
+
+static int streamed(enum fs_kind k)
+{
+	return k == FS_TABLE || k == FS_PREFIX;
+}
+
+/* The next row of the scan, copied into d->srow (NULL at the end). */
+static int scan_advance(struct fs *fs, struct fs_dir *d)
+{
+	const struct tbl_row *row;
+	int rc;
+
+	free(d->srow);
+	d->srow = NULL;
+	if (d->sdone)
+		return 0;
+	if (!d->scan) {
+		struct tbl_read r;
+
+		memset(&r, 0, sizeof(r));
+		r.row_keys_only = 1;
+		if (d->node->kind == FS_PREFIX) {
+			r.prefix = d->node->row;
+			r.prefix_len = d->node->row_len;
+		}
+		rc = tbl_scan_new(fs->db, d->node->table, &r, &d->scan);
+		if (rc < 0)
+			return rc;
+	}
+	rc = tbl_scan_next(d->scan, &row);
+	if (rc < 0)
+		return rc;
+	if (rc == 0) {
+		d->sdone = 1;
+		return 0;
+	}
+	d->srow = malloc(row->key_len ? row->key_len : 1);
+	if (!d->srow)
+		return -ENOMEM;
+	memcpy(d->srow, row->key, row->key_len);
+	d->srow_len = row->key_len;
+	return 0;
+}
+
+static int key_cmp(const void *a, size_t an, const void *b, size_t bn)
+{
+	size_t n = an < bn ? an : bn;
+	int c = n ? memcmp(a, b, n) : 0;
+
+	return c ? c : (an > bn) - (an < bn);
+}
+
+/*
+ * Produce the next entry of a streamed directory into d->cur: ".", "..",
+ * ".families" (a table), then its rows in key order, the scan's merged with
+ * the empty rows kept in memory.  0 at the end, 1 with an entry.
+ */
+static int stream_next(struct fs *fs, struct fs_dir *d)
+{
+	const struct fs_node *n = d->node;
+	struct fs_node t;
+	struct stat st;
+	int rc;
+
+	memset(&t, 0, sizeof(t));
+	t.table = n->table;
+	for (;;) {
+		switch (d->phase) {
+		case 0:
+		case 1:
+			fill_dir(fs, d->phase == 0 ? n->ino : n->parent, &st);
+			t.kind = n->kind;
+			rc = dent_set(&d->cur, d->phase == 0 ? "." : "..", (size_t)d->phase + 1, &t);
+			d->cur.st = st;
+			d->phase++;
+			if (n->kind == FS_PREFIX && d->phase == 2)
+				d->phase = 3;
+			goto got;
+		case 2:
+			t.kind = FS_FAMILIES;
+			fill_dir(fs, fs_child_ino(fs, n->ino, ".families", 9), &st);
+			rc = dent_set(&d->cur, ".families", 9, &t);
+			d->cur.st = st;
+			d->phase = 3;
+			goto got;
+		case 3: {
+			char name[FS_NAME_MAX + 1];
+			size_t len, i;
+			const void *key;
+			size_t klen;
+			int c;
+
+			if (!d->scan && !d->sdone && !d->srow) {
+				/* first row: load the empty rows too */
+				rc = fs_empty_rows(fs, n->table, &d->erows, &d->elens, &d->ne);
+				if (rc < 0)
+					return rc;
+				if (n->kind == FS_PREFIX) {   /* keep those under the prefix */
+					size_t k = 0;
+
+					for (i = 0; i < d->ne; i++) {
+						if (d->elens[i] >= n->row_len &&
+						    !memcmp(d->erows[i], n->row, n->row_len)) {
+							d->erows[k] = d->erows[i];
+							d->elens[k++] = d->elens[i];
+						} else {
+							free(d->erows[i]);
+						}
+					}
+					d->ne = k;
+				}
+				rc = scan_advance(fs, d);
+				if (rc < 0)
+					return rc;
+			}
+			if (!d->srow && d->epos == d->ne) {
+				d->phase = 4;
+				continue;
+			}
+			c = !d->srow ? 1 : d->epos == d->ne ? -1
+				: key_cmp(d->srow, d->srow_len, d->erows[d->epos], d->elens[d->epos]);
+			if (c <= 0) {
+				key = d->srow;
+				klen = d->srow_len;
+			} else {
+				key = d->erows[d->epos];
+				klen = d->elens[d->epos];
+			}
+			rc = fs_name_escape(key, klen, FS_NAME_ROW, 0, name, &len);
+			if (rc == 0) {
+				t.kind = FS_ROW;
+				t.row = (void *)key;
+				t.row_len = klen;
+				fill_dir(fs, fs_child_ino(fs, n->ino, name, len), &st);
+				rc = dent_set(&d->cur, name, len, &t);
+				d->cur.st = st;
+			} else if (rc == -ENAMETOOLONG) {
+				fuse_log(FUSE_LOG_WARNING, "smolfs: table %s: a row key of %zu bytes "
+					 "has no name within NAME_MAX; not listed\n", n->table, klen);
+				rc = 0;
+			}
+			if (c >= 0 && d->epos < d->ne)
+				d->epos++;
+			if (c <= 0) {
+				int rc2 = scan_advance(fs, d);
+
+				if (rc2 < 0) {
+					dent_free(&d->cur);
+					return rc2;
+				}
+			}
+			if (rc == 0 && !d->cur.name)
+				continue;   /* skipped a row without a name */
+			goto got;
+		}
+		default:
+			return 0;
+		}
+	}
+got:
+	if (rc < 0) {
+		dent_free(&d->cur);
+		return rc;
+	}
+	d->cur.plus = 0;   /* rows, ".", "..": no lookup handed with them */
+	d->have_cur = 1;
+	return 1;
+}
+
+/* The next entry to give, in d->cur (streamed) or d->ents[d->pos]. */
+static int dir_peek(struct fs *fs, struct fs_dir *d, struct dent **out)
+{
+	int rc;
+
+	if (streamed(d->node->kind)) {
+		if (!d->have_cur) {
+			rc = stream_next(fs, d);
+			if (rc <= 0)
+				return rc;
+		}
+		*out = &d->cur;
+		return 1;
+	}
+	if (!d->loaded) {
+		rc = dir_load(fs, d);
+		if (rc < 0)
+			return rc;
+	}
+	if (d->pos == d->n)
+		return 0;
+	*out = &d->ents[d->pos];
+	return 1;
+}
+
+static void dir_consume(struct fs_dir *d)
+{
+	if (streamed(d->node->kind)) {
+		dent_free(&d->cur);
+		d->have_cur = 0;
+	} else {
+		d->pos++;
+	}
+	d->next_off++;
+}
+
+static void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs *fs = req_fs(req);
+	struct fs_node *n = fs_node_get(fs, ino);
+	struct fs_dir *d;
+	struct stat st;
+	int rc;
+
+	if (!n)
+		return reply_err(req, -ESTALE, "opendir", NULL);
+	if (!is_dir_kind(n->kind))
+		return reply_err(req, -ENOTDIR, "opendir", n);
+	rc = node_stat(fs, n, ino, &st);
+	if (rc < 0)
+		return reply_err(req, rc, "opendir", n);
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return reply_err(req, -ENOMEM, "opendir", n);
+	pthread_mutex_init(&d->lock, NULL);
+	d->node = n;
+	fi->fh = (uint64_t)(uintptr_t)d;
+	rc = fuse_reply_open(req, fi);
+	if (rc < 0) {
+		reply_failed("opendir", rc);
+		pthread_mutex_destroy(&d->lock);
+		free(d);
+	}
+}
+
+/*
+ * readdir and readdirplus.  Offsets count entries given so far; the handle
+ * resumes after the last key it gave when the kernel asks for the offset
+ * that follows (the usual case), so rows created or removed meanwhile are
+ * neither skipped nor repeated.  Another offset (a seekdir) lists again from
+ * the start and skips that many entries.
+ */
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi, int plus)
+{
+	struct fs *fs = req_fs(req);
+	struct fs_dir *d = (struct fs_dir *)(uintptr_t)fi->fh;
+	struct fs_node **refs = NULL;
+	size_t nrefs = 0, used = 0, i;
+	char *buf;
+	int rc = 0;
+
+	request_pid = fuse_req_ctx(req)->pid;
+	buf = malloc(size ? size : 1);
+	if (!buf)
+		return reply_err(req, -ENOMEM, "readdir", d->node);
+	pthread_mutex_lock(&d->lock);
+	if (off != d->next_off || off == 0) {
+		dir_reset(d);
+		while (d->next_off < off) {
+			struct dent *e;
+
+			rc = dir_peek(fs, d, &e);
+			if (rc <= 0)
+				break;
+			dir_consume(d);
+		}
+		if (rc < 0)
+			goto out;
+		rc = 0;
+	}
+	refs = calloc(size / 24 + 1, sizeof(*refs));   /* an entry takes 24 bytes at least */
+	if (!refs) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (;;) {
+		struct dent *e;
+		size_t need;
+
+		rc = dir_peek(fs, d, &e);
+		if (rc < 0) {
+			if (used)   /* give what we have; the error comes with the next call */
+				rc = 0;
+			break;
+		}
+		if (rc == 0)
+			break;
+		if (plus) {
+			struct fuse_entry_param ep;
+			struct fs_node *n = NULL;
+
+			memset(&ep, 0, sizeof(ep));
+			ep.attr = e->st;
+			if (e->plus) {
+				n = fs_node_ref(fs, d->node, e->name, e->len, &e->t);
+				if (!n) {
+					rc = used ? 0 : -ENOMEM;
+					break;
+				}
+				fill_entry(fs, n, &e->st, &ep);
+			}
+			need = fuse_add_direntry_plus(req, buf + used, size - used, e->name, &ep,
+						      d->next_off + 1);
+			if (need > size - used) {
+				if (n)   /* did not fit: the kernel never sees this lookup */
+					fs_node_unref(fs, n, 1);
+				break;
+			}
+			if (n)
+				refs[nrefs++] = n;
+		} else {
+			need = fuse_add_direntry(req, buf + used, size - used, e->name, &e->st,
+						 d->next_off + 1);
+			if (need > size - used)
+				break;
+		}
+		used += need;
+		dir_consume(d);
+	}
+out:
+	pthread_mutex_unlock(&d->lock);
+	if (rc < 0) {
+		reply_err(req, rc, "readdir", d->node);
+	} else {
+		rc = fuse_reply_buf(req, buf, used);
+		if (rc < 0) {
+			reply_failed("readdir", rc);
+			for (i = 0; i < nrefs; i++)
+				fs_node_unref(fs, refs[i], 1);
+			/* the kernel did not get them: give them again */
+			pthread_mutex_lock(&d->lock);
+			d->next_off = -1;
+			pthread_mutex_unlock(&d->lock);
+		}
+	}
+	free(refs);
+	free(buf);
+}
+
+static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, fi, 0);
+}
+
+static void fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, fi, 1);
+}
+
+static void fs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs_dir *d = (struct fs_dir *)(uintptr_t)fi->fh;
+
+	pthread_mutex_lock(&d->lock);   /* a readdir finishing after its reply */
+	dir_reset(d);
+	pthread_mutex_unlock(&d->lock);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+	reply_failed("releasedir", fuse_reply_err(req, 0));
+}
+
+/* ------------------------------------------------------------ mkdir, rmdir */
+
+static void reply_new_entry(fuse_req_t req, struct fs_node *p, const char *name,
+			    const struct fs_node *t, const char *op)
+{
+	struct fs *fs = req_fs(req);
+	struct fuse_entry_param e;
+	struct fs_node *n;
+	struct stat st;
+	int rc;
+
+	n = fs_node_ref(fs, p, name, strlen(name), t);
+	if (!n)
+		return reply_err(req, -ENOMEM, op, p);
+	rc = node_stat(fs, n, n->ino, &st);
+	if (rc < 0) {
+		fs_node_unref(fs, n, 1);
+		return reply_err(req, rc, op, p);
+	}
+	fill_entry(fs, n, &st, &e);
+	rc = fuse_reply_entry(req, &e);
+	if (rc < 0) {
+		reply_failed(op, rc);
+		fs_node_unref(fs, n, 1);
+	}
+}
+
+static void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	struct fs *fs = req_fs(req);
+	struct fs_node *p = fs_node_get(fs, parent), t;
+	char scratch[FS_NAME_MAX + 1];
+	struct tbl_family_settings s;
+	struct stat st;
+	int rc;
+
+	if (!p)
+		return reply_err(req, -ESTALE, "mkdir", NULL);
+	if (fs->cfg.ro)
+		return reply_err(req, -EROFS, "mkdir", p);
+	rc = child_template(p, name, strlen(name), &t, scratch);
+	if (rc == -ENOENT || (rc == 0 && !is_dir_kind(t.kind)) ||
+	    (rc == 0 && (t.kind == FS_FAMILIES || t.kind == FS_PREFIXES || t.kind == FS_PREFIX)))
+		rc = -EPERM;   /* no directory of that kind can be made there */
+	if (rc < 0)
+		return reply_err(req, rc, "mkdir", p);
+	if (node_stat(fs, &t, 0, &st) == 0)
+		return reply_err(req, -EEXIST, "mkdir", p);
+	switch (t.kind) {
+	case FS_TABLE:
+		rc = tbl_create_table(fs->db, t.table);
+		break;
+	case FS_FAMDEF: {
+		int i;
+
+		tbl_family_settings_init(&s);
+		rc = tbl_add_family(fs->db, t.table, t.family, &s);
+		/*
+		 * The process that made it does not see its settings files until
+		 * it writes them (for ten seconds at most): cp -a and tar restore
+		 * a schema by creating them with O_EXCL in the directory they just
+		 * made.  Every other process sees them, with the defaults.
+		 */
+		request_pid = fuse_req_ctx(req)->pid;
+		for (i = 0; rc == 0 && i < FS_ATTR_COUNT; i++)
+			rc = scratch_put(fs, t.table, t.family, fs_attr_names[i], NULL, 0, 2);
+		request_pid = 0;
+		break;
+	}
+	case FS_ROW:
+		if (t.row_len > TBL_MAX_ROW_KEY || t.row_len == 0) {
+			rc = -ENAMETOOLONG;
+			break;
+		}
+		rc = fs_empty_add(fs, t.table, t.row, t.row_len, NULL);
+		break;
+	case FS_ROWFAM:
+		rc = tbl_get_family(fs->db, t.table, t.family, &s);
+		if (rc == -ENOENT)
+			rc = -EPERM;   /* families are declared in .families first */
+		if (rc == 0)
+			rc = fs_empty_add(fs, t.table, t.row, t.row_len, t.family);
+		break;
+	default:
+		rc = -EPERM;
+	}
+	if (rc < 0)
+		return reply_err(req, rc, "mkdir", p);
+	reply_new_entry(req, p, name, &t, "mkdir");
+}
+
+static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fs *fs = req_fs(req);
+	struct fs_node *p = fs_node_get(fs, parent), t;
+	char scratch[FS_NAME_MAX + 1];
+	int rc;
+
+	if (!p)
+		return reply_err(req, -ESTALE, "rmdir", NULL);
+	request_pid = fuse_req_ctx(req)->pid;
+	if (fs->cfg.ro)
+		return reply_err(req, -EROFS, "rmdir", p);
+	rc = child_template(p, name, strlen(name), &t, scratch);
+	if (rc == -EINVAL)
+		rc = -ENOENT;
+	if (rc < 0)
+		return reply_err(req, rc, "rmdir", p);
+	switch (t.kind) {
+	case FS_TABLE: {
+		void **keys;
+		size_t *lens, ne = 0, i;
+
+		rc = table_has_rows(fs, t.table);
+		if (rc == 0)
+			rc = fs_empty_rows(fs, t.table, &keys, &lens, &ne);
+		if (rc == 0) {
+			for (i = 0; i < ne; i++)
+				free(keys[i]);
+			free(keys);
+			free(lens);
+			rc = ne ? 1 : 0;
+		}
+		if (rc > 0)
+			rc = -ENOTEMPTY;
+		if (rc == 0)   /* no rows: its families go with it */
+			rc = tbl_drop_table(fs->db, t.table, 1);
+		if (rc == 0) {
+			fs_empty_drop(fs, t.table, NULL);
+			scratch_remove(fs, t.table, NULL, NULL);
+		}
+		break;
+	}
+	case FS_FAMDEF: {
+		/*
+		 * Refused (ENOTEMPTY) while rows hold cells of the family, unless
+		 * its five settings files were all unlinked first, as rm -r does:
+		 * then the directory is empty and the family goes with its cells.
+		 */
+		int i, hidden = 0;
+
+		for (i = 0; i < FS_ATTR_COUNT; i++)
+			hidden += scratch_has(fs, t.table, t.family, fs_attr_names[i], 1, NULL);
+		rc = tbl_drop_family(fs->db, t.table, t.family, hidden == FS_ATTR_COUNT);
+		if (rc == 0) {
+			fs_empty_drop(fs, t.table, t.family);
+			scratch_remove(fs, t.table, t.family, NULL);
+			fs_each_node(fs, FS_ROWFAM, t.table, t.family, NULL, 0, NULL, 0,
+				     inval_entry_one, NULL);
+		}
+		break;
+	}
+	case FS_ROW:
+		rc = row_has(fs, t.table, t.row, t.row_len, NULL);
+		if (rc == 0) {
+			rc = -ENOTEMPTY;
+			break;
+		}
+		if (rc != -ENOENT)
+			break;
+		/*
+		 * No cell is left (rm -r unlinked them): the directory goes, from
+		 * memory if it was an empty one.  The kernel asks only for a name it
+		 * holds, so a row emptied a moment ago is not ENOENT.
+		 */
+		fs_empty_remove(fs, t.table, t.row, t.row_len, NULL);
+		rc = 0;
+		break;
+	case FS_ROWFAM:
+		rc = row_has(fs, t.table, t.row, t.row_len, t.family);
+		if (rc == 0) {
+			rc = -ENOTEMPTY;
+			break;
+		}
+		if (rc != -ENOENT)
+			break;
+		fs_empty_remove(fs, t.table, t.row, t.row_len, t.family);
+		rc = 0;
+		break;
+	case FS_FAMILIES: {
+		/* it stays (it is the schema); rm -rf of a table passes through it */
+		char **names = NULL;
+		size_t nn = 0;
+
+		rc = tbl_list_families(fs->db, t.table, &names, &nn);
+		if (rc == 0 && nn)
+			rc = -ENOTEMPTY;
+		tbl_free_names(names, nn);
+		break;
+	}
+	case FS_PREFIXES:
+	case FS_PREFIX:
+		rc = -EPERM;
+		break;
+	default:
+		rc = -ENOTDIR;
+	}
+	if (rc < 0)
+		return reply_err(req, rc, "rmdir", p);
+	fs_name_removed(fs, parent, name, strlen(name));
+	reply_failed("rmdir", fuse_reply_err(req, 0));
+}
+
+/* ------------------------------------------------------------ open files */
+
+struct fs_handle {
+	pthread_mutex_t lock;
+	struct fs_node *node;
+	char *data;                 /* the file's text */
+	size_t len, cap;
+	int loaded;                 /* data holds the text (else read it at first use) */
+	int dirty;                  /* changed since the last commit */
+	int created;                /* an O_CREAT/O_TRUNC open: commit the empty value too */
+	int failed;                 /* a write was refused: commit nothing */
+	int writable;
+	int append;
+	enum cell_type type;        /* the type the text is parsed as (CELL_INVALID: family's) */
+	uint64_t stamp;             /* utimensat while dirty: the version's timestamp */
+	uint64_t committed_ts;      /* the version this handle's last commit made */
+	int wrote;                  /* a write or ftruncate happened */
+	int existed;                /* the cell existed at open */
+	size_t checked;             /* a string's text: data[0..checked) is whole UTF-8 */
+	struct fs_handle *next_w;   /* the node's writable handles, under fs.lock */
+};
+
+static int hbuf_reserve(struct fs_handle *h, size_t need)
+{
+	char *p;
+	size_t nc;
+
+	if (need <= h->cap)
+		return 0;
+	nc = h->cap ? h->cap : 4096;
+	while (nc < need)
+		nc *= 2;
+	p = realloc(h->data, nc);
+	if (!p)
+		return -ENOMEM;
+	h->data = p;
+	h->cap = nc;
+	return 0;
+}
+
+static size_t max_text(struct fs *fs)
+{
+	size_t m = fs->cfg.max_value_size ? fs->cfg.max_value_size : TBL_DEFAULT_MAX_VALUE;
+
+	return m + 1;   /* a string's text adds its newline */
+}
+
+/* Read the file's current text into the handle. */
+static int handle_load(struct fs *fs, struct fs_handle *h)
+{
+	struct fs_node *n = h->node;
+	struct buf b = BUF_INIT;
+	struct cellinfo ci;
+	int rc;
+
+	if (h->loaded)
+		return 0;
+	if ((n->kind == FS_FAMATTR && n->attr == FS_ATTR_SCRATCH) || n->kind == FS_TEMP) {
+		char *data;
+		size_t len;
+
+		rc = n->kind == FS_TEMP ? temp_get(fs, n, n->name, &data, &len)
+					: scratch_get(fs, n->table, n->family, n->name, &data, &len);
+		if (rc < 0)
+			return rc;
+		free(h->data);
+		h->data = data;
+		h->len = h->cap = len;
+		h->loaded = 1;
+		return 0;
+	}
+	if (n->kind == FS_FAMATTR) {
+		char text[128];
+		size_t len;
+
+		rc = famattr_text(fs, n->table, n->family, n->attr, text, sizeof(text), &len);
+		if (rc < 0)
+			return rc;
+		rc = hbuf_reserve(h, len);
+		if (rc < 0)
+			return rc;
+		memcpy(h->data, text, len);
+		h->len = len;
+		h->loaded = 1;
+		return 0;
+	}
+	rc = cell_get(fs, n->table, n->row, n->row_len, n->family, n->qual, n->qual_len, n->ts,
+		      &ci, &b);
+	if (rc == -ENOENT && (h->created || n->dirty_open || n->pending)) {   /* not yet */
+		h->len = 0;
+		h->loaded = 1;
+		return 0;
+	}
+	if (rc == 0) {
+		rc = hbuf_reserve(h, b.len);
+		if (rc == 0) {
+			if (b.len)
+				memcpy(h->data, b.data, b.len);
+			h->len = b.len;
+			h->loaded = 1;
+			if (h->type == CELL_INVALID)
+				h->type = ci.type;
+		}
+	}
+	free(b.data);
+	return rc;
+}
+
+static void node_track(struct fs *fs, struct fs_handle *h, int add)
+{
+	struct fs_node *n = h->node;
+
+	struct fs_handle **p;
+
+	pthread_mutex_lock(&fs->lock);
+	if (add) {
+		n->dirty_open++;
+		n->dirty_len = h->len;
+		h->next_w = n->writers;
+		n->writers = h;
+	} else {
+		n->dirty_open--;
+		for (p = &n->writers; *p && *p != h; p = &(*p)->next_w)
+			;
+		if (*p)
+			*p = h->next_w;
+	}
+	pthread_mutex_unlock(&fs->lock);
+}
+
+/* A handle's text changed: getattr reports its size until the commit. */
+static void node_dirty(struct fs *fs, struct fs_handle *h)
+{
+	pthread_mutex_lock(&fs->lock);
+	h->node->dirty_len = h->len;
+	pthread_mutex_unlock(&fs->lock);
+}
+
+
+/*
+ * Commit the handle's text as one row mutation: a new version of the cell
+ * (or the version its name gives), parsed by its type.  Nothing if it is not
+ * dirty; an empty text that the type cannot hold (a number) commits nothing.
+ */
+static int handle_commit(struct fs *fs, struct fs_handle *h, unsigned flags, int last)
+{
+	struct fs_node *n = h->node;
+	struct tbl_mutation m[2];
+	enum cell_type t;
+	uint64_t ts, used = 0;
+	size_t nm = 0;
+	int rc;
+
+	memset(m, 0, sizeof(m));
+
+	if (h->failed && h->committed_ts && n->kind == FS_CELL) {
+		/*
+		 * A write of this open was refused: the version its earlier commit
+		 * made (the empty value of `>`'s first close) goes too, so the cell
+		 * keeps the value it had before the open.
+		 */
+		memset(m, 0, sizeof(m));
+		m[0].op = TBL_DELETE_VERSION;
+		m[0].family = n->family;
+		m[0].qualifier = n->qual;
+		m[0].qualifier_len = n->qual_len;
+		m[0].ts = h->committed_ts;
+		rc = tbl_mutate_row(fs->db, n->table, n->row, n->row_len, m, 1,
+				    flags | (fs->cfg.sync ? TBL_SYNC : 0), NULL);
+		if (rc < 0)
+			return rc;
+		h->committed_ts = 0;
+		inval_cell(fs, n->table, n->row, n->row_len, n->family, n->qual, n->qual_len);
+		return 0;
+	}
+	if (!h->dirty || h->failed)
+		return 0;
+	if (n->kind == FS_TEMP) {
+		rc = temp_put(fs, n, n->name, h->data, h->len);
+		if (rc == 0)
+			h->dirty = 0;
+		return rc;
+	}
+	if (n->kind == FS_FAMATTR && n->attr == FS_ATTR_SCRATCH) {
+		rc = scratch_put(fs, n->table, n->family, n->name, h->data, h->len, 0);
+		if (rc == 0)
+			h->dirty = 0;
+		return rc;
+	}
+	if (n->kind == FS_FAMATTR && h->len == 0)
+		return 0;   /* an O_TRUNC open before its write: nothing to set yet */
+	if (n->kind == FS_FAMATTR) {
+		rc = famattr_set(fs, n->table, n->family, n->attr, h->data, h->len);
+		if (rc == 0) {
+			h->dirty = 0;
+			h->loaded = 0;
+			if (n->attr == FS_ATTR_MAX_VERSIONS || n->attr == FS_ATTR_TTL)
+				fs_each_node(fs, FS_CELL, n->table, n->family, NULL, 0, NULL, 0,
+					     inval_one, NULL);
+			fuse_lowlevel_notify_inval_inode(fs->se, n->ino, 0, 0);
+		}
+		return rc;
+	}
+	t = h->type;
+	if (t == CELL_INVALID) {
+		struct tbl_family_settings s;
+
+		rc = tbl_get_family(fs->db, n->table, n->family, &s);
+		if (rc < 0)
+			return rc;
+		t = s.type;
+	}
+	if (h->len == 0 && t != CELL_STRING && t != CELL_BYTES) {
+		h->dirty = 0;   /* nothing a number can hold: the old value stays */
+		return 0;
+	}
+	rc = cell_parse(t, slice_make(h->data, h->len), &m[nm].value);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&fs->lock);
+	ts = n->ts ? n->ts : h->stamp ? h->stamp : TBL_TS_NOW;
+	pthread_mutex_unlock(&fs->lock);
+	/*
+	 * A second commit of one open file (a descriptor dup'ed and closed
+	 * twice, as the shell's `>` does) replaces the version its first commit
+	 * made, so one open and its writes make one version.
+	 */
+	if (h->committed_ts && h->committed_ts != ts) {
+		m[1] = m[0];
+		m[0].op = TBL_DELETE_VERSION;
+		m[0].ts = h->committed_ts;
+		nm = 1;
+	}
+	m[nm].op = TBL_SET;
+	m[nm].family = n->family;
+	m[nm].qualifier = n->qual;
+	m[nm].qualifier_len = n->qual_len;
+	m[nm].ts = ts;
+	m[0].family = n->family;
+	m[0].qualifier = n->qual;
+	m[0].qualifier_len = n->qual_len;
+	rc = tbl_mutate_row(fs->db, n->table, n->row, n->row_len, m, nm + 1,
+			    flags | (fs->cfg.sync ? TBL_SYNC : 0), &used);
+	if (rc < 0)
+		return rc;
+	h->committed_ts = ts == TBL_TS_NOW ? used : ts;
+	if (n->ts)
+		recent_add(fs, n);
+	pthread_mutex_lock(&fs->lock);
+	n->pending = 0;
+	pthread_mutex_unlock(&fs->lock);
+	h->dirty = 0;
+	h->created = 0;
+	pthread_mutex_lock(&fs->lock);
+	h->stamp = h->committed_ts;
+	pthread_mutex_unlock(&fs->lock);
+	fs_empty_remove(fs, n->table, n->row, n->row_len, n->family);
+	fs_empty_remove(fs, n->table, n->row, n->row_len, NULL);
+	/* what the kernel caches of this inode (text as written, size) is stale now */
+	pthread_mutex_lock(&fs->lock);
+	n->cached_ts = 0;
+	pthread_mutex_unlock(&fs->lock);
+	inval_cell(fs, n->table, n->row, n->row_len, n->family, n->qual, n->qual_len);
+	return 0;
+}
+
+/*
+ * utimensat on a cell open for writing with unsaved text (cp -a and touch
+ * set the time before close): the commit takes ts as its timestamp.
+ * 1 if a handle took it.
+ */
+/*
+ * setxattr user.smolfs.type on a cell open for writing with unsaved text
+ * (cp -a copies attributes before close): the commit parses by that type.
+ * 1 if a handle took it.
+ */
+static int writer_type(struct fs *fs, struct fs_node *n, enum cell_type t)
+{
+	struct fs_handle *h;
+	int took = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	for (h = n->writers; h; h = h->next_w)
+		if (h->dirty) {
+			h->type = t;
+			took = 1;
+		}
+	pthread_mutex_unlock(&fs->lock);
+	return took;
+}
+
+static int writer_stamp(struct fs *fs, struct fs_node *n, uint64_t ts)
+{
+	struct fs_handle *h;
+	int took = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	for (h = n->writers; h; h = h->next_w)
+		if (h->dirty) {
+			h->stamp = ts;
+			took = 1;
+		}
+	pthread_mutex_unlock(&fs->lock);
+	return took;
+}
+
+static int open_handle(struct fs *fs, struct fs_node *n, int flags, int created,
+		       struct fs_handle **out)
+{
+	struct fs_handle *h = calloc(1, sizeof(*h));
+	int acc = flags & O_ACCMODE, rc;
+
+	if (!h)
+		return -ENOMEM;
+	pthread_mutex_init(&h->lock, NULL);
+	h->node = n;
+	h->writable = acc != O_RDONLY;
+	h->append = !!(flags & O_APPEND);
+	h->created = created;
+	h->type = (enum cell_type)n->pending_type;   /* mknod then setxattr (tar --xattrs) */
+	if (h->writable && (flags & O_TRUNC || created)) {
+		/* the type the text will be parsed as: the existing cell's */
+		if (n->kind == FS_CELL) {
+			struct cellinfo ci;
+
+			rc = cell_get(fs, n->table, n->row, n->row_len, n->family, n->qual,
+				      n->qual_len, n->ts, &ci, NULL);
+			if (rc == 0) {
+				h->type = ci.type;
+				h->existed = 1;
+			} else if (rc != -ENOENT) {
+				goto fail;
+			}
+		}
+		h->loaded = 1;
+		h->len = 0;
+		h->dirty = 1;
+		h->created = 1;
+	} else if (h->writable) {
+		rc = handle_load(fs, h);
+		if (rc < 0)
+			goto fail;
+	}   /* a reader loads the text at its first read: a cached one never does */
+	if (h->writable)
+		node_track(fs, h, 1);
+	*out = h;
+	return 0;
+fail:
+	pthread_mutex_destroy(&h->lock);
+	free(h);
+	return rc;
+}
+
+static void handle_free(struct fs *fs, struct fs_handle *h)
+{
+	/*
+	 * The kernel sends release once it has every reply for the handle, but
+	 * a read replies while holding h->lock (the reply copies h->data): wait
+	 * for it to let go.
+	 */
+	pthread_mutex_lock(&h->lock);
+	pthread_mutex_unlock(&h->lock);
+	if (h->writable)
+		node_track(fs, h, 0);
+	pthread_mutex_destroy(&h->lock);
+	free(h->data);
+	free(h);
+}
+
+static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs *fs = req_fs(req);
+	struct fs_node *n = fs_node_get(fs, ino);
+	struct fs_handle *h;
+	uint64_t shown;
+	int rc;
+
+	if (!n)
+		return reply_err(req, -ESTALE, "open", NULL);
+	request_pid = fuse_req_ctx(req)->pid;
+	if (is_dir_kind(n->kind))
+		return reply_err(req, -EISDIR, "open", n);
+	if (fs->cfg.ro && (fi->flags & O_ACCMODE) != O_RDONLY)
+		return reply_err(req, -EROFS, "open", n);
+	rc = open_handle(fs, n, fi->flags, 0, &h);
+	if (rc == -ENOENT && (n->dirty_open || n->pending))
+		rc = open_handle(fs, n, fi->flags, 1, &h);   /* created, not committed yet */
+	if (rc < 0)
+		return reply_err(req, rc, "open", n);
+	/*
+	 * keep_cache when the kernel's pages hold the version this open shows;
+	 * every change made through the mount invalidates them (cached_ts = 0).
+	 */
+	shown = 0;
+	if (!h->writable) {   /* it must exist; which version does it show? */
+		struct stat st;
+
+		if (n->kind == FS_CELL) {
+			struct cellinfo ci;
+
+			rc = cell_get(fs, n->table, n->row, n->row_len, n->family, n->qual,
+				      n->qual_len, n->ts, &ci, NULL);
+			if (rc == 0)
+				shown = ci.ts;
+			else if (rc == -ENOENT && (n->dirty_open || n->pending))
+				rc = 0;   /* created by a writer, not committed yet */
+		} else {
+			rc = node_stat(fs, n, ino, &st);
+		}
+		if (rc < 0) {
+			handle_free(fs, h);
+			return reply_err(req, rc, "open", n);
+		}
+	}
+	pthread_mutex_lock(&fs->lock);
+	if (!h->writable && n->dirty_open) {
+		/*
+		 * A writer has this inode open: the kernel's size and pages are
+		 * its unsaved text (an O_TRUNC open zeroed them).  This reader
+		 * sees the committed value, read past the kernel's size.
+		 */
+		fi->direct_io = 1;
+		fi->keep_cache = 0;
+		shown = 0;
+	} else {
+		fi->keep_cache = shown && n->cached_ts == shown;
+	}
+	n->cached_ts = shown;
+	pthread_mutex_unlock(&fs->lock);
+	if (!h->writable)
+		fi->noflush = 1;   /* nothing to commit at close */
+	else if (n->kind == FS_CELL)
+		/*
+		 * A writer reads and writes its own text, past the size the kernel
+		 * knows, which stays the committed value's for every other reader
+		 * (getattr answers it) until the commit.
+		 */
+		fi->direct_io = 1;
+	fi->fh = (uint64_t)(uintptr_t)h;
+	rc = fuse_reply_open(req, fi);
+	if (rc < 0) {
+		reply_failed("open", rc);
+		handle_free(fs, h);
+	}
+}
+
+static void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
+{
+	struct fs *fs = req_fs(req);
+	struct fs_node *p = fs_node_get(fs, parent), t, *n;
+	char scratch[FS_NAME_MAX + 1];
+	struct fuse_entry_param e;
+	struct fs_handle *h;
+	struct stat st;
+	int rc;
+
+	if (!p)
+		return reply_err(req, -ESTALE, "create", NULL);
+	request_pid = fuse_req_ctx(req)->pid;
+	if (fs->cfg.ro)
+		return reply_err(req, -EROFS, "create", p);
+	if (!S_ISREG(mode))
+		return reply_err(req, -EPERM, "create", p);
+	if (p->kind != FS_ROWFAM && p->kind != FS_FAMDEF)
+		return reply_err(req, -EPERM, "create", p);   /* cells live in row/family/ */
+	rc = child_template(p, name, strlen(name), &t, scratch);
+	if (rc < 0)
+		return reply_err(req, rc, "create", p);
+	if (t.kind == FS_FAMATTR) {
+		struct tbl_family_settings s;
+
+		rc = tbl_get_family(fs->db, t.table, t.family, &s);
+		if (rc == 0 && t.attr == FS_ATTR_SCRATCH) {   /* a tool's temporary file */
+			if ((fi->flags & O_EXCL) && node_stat(fs, &t, 0, &st) == 0)
+				rc = -EEXIST;
+			else
+				rc = scratch_put(fs, t.table, t.family, t.name, NULL, 0, 0);
+		} else if (rc == 0) {   /* a setting, written anew (unhidden if unlinked) */
+			if ((fi->flags & O_EXCL) && node_stat(fs, &t, 0, &st) == 0)
+				rc = -EEXIST;
+			else
+				scratch_remove(fs, t.table, t.family, t.name);
+		}
+		if (rc < 0)
+			return reply_err(req, rc, "create", p);
+	}
+	if (t.kind == FS_TEMP) {
+		rc = (fi->flags & O_EXCL) && temp_stat(fs, &t, t.name, NULL, NULL, NULL) == 0
+			     ? -EEXIST : temp_put(fs, &t, t.name, NULL, 0);
+		if (rc < 0)
+			return reply_err(req, rc, "create", p);
+	}
+	if (t.kind == FS_CELL) {
+		struct tbl_family_settings s;
+
+		if (t.ts == 0 && fs->recent)
+			recent_forget(fs, &t);
+		rc = tbl_get_family(fs->db, t.table, t.family, &s);
+		/* O_EXCL was the kernel's to check, on the lookup it made */
+		if (rc == 0 && t.qual_len > TBL_MAX_QUALIFIER)
+			rc = -ENAMETOOLONG;
+		if (rc < 0)
+			return reply_err(req, rc, "create", p);
+	}
+	n = fs_node_ref(fs, p, name, strlen(name), &t);
+	if (!n)
+		return reply_err(req, -ENOMEM, "create", p);
+	rc = open_handle(fs, n, fi->flags | O_CREAT, 1, &h);
+	if (rc < 0) {
+		fs_node_unref(fs, n, 1);
+		return reply_err(req, rc, "create", p);
+	}
+	rc = node_stat(fs, n, n->ino, &st);
+	if (rc < 0) {
+		handle_free(fs, h);
+		fs_node_unref(fs, n, 1);
+		return reply_err(req, rc, "create", p);
+	}
+	pthread_mutex_lock(&fs->lock);
+	n->cached_ts = 0;
+	pthread_mutex_unlock(&fs->lock);
+	fill_entry(fs, n, &st, &e);
+	fi->fh = (uint64_t)(uintptr_t)h;
+	if (n->kind == FS_CELL)
+		fi->direct_io = 1;   /* as fs_open says for writers */
+	rc = fuse_reply_create(req, &e, fi);
+	if (rc < 0) {
+		reply_failed("create", rc);
+		handle_free(fs, h);
+		fs_node_unref(fs, n, 1);
+	}
+}
+
+static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct fs *fs = req_fs(req);
+	struct fs_handle *h = (struct fs_handle *)(uintptr_t)fi->fh;
+	int rc;
+
+	pthread_mutex_lock(&h->lock);
+	rc = handle_load(fs, h);
+	if (rc < 0) {
+		pthread_mutex_unlock(&h->lock);
+		return reply_err(req, rc, "read", h->node);
+	}
+	if (off < 0 || (size_t)off >= h->len)
+		size = 0;
+	else if (size > h->len - (size_t)off)
+		size = h->len - (size_t)off;
+	rc = fuse_reply_buf(req, size ? h->data + off : NULL, size);
+	pthread_mutex_unlock(&h->lock);
+	reply_failed("read", rc);
+}
+
+/*
+ * Can text that begins with p[0..n) still become a valid value of type t?
+ * Checked at each write that extends the text, so that `echo abc > i64cell`
+ * fails in write(); what only the whole text can tell waits for close().
+ */
+static int prefix_may_parse(enum cell_type t, const char *p, size_t n)
+{
+	size_t i = 0;
+
+	switch (t) {
+	case CELL_BYTE:
+	case CELL_I32:
+	case CELL_I64:
+		while (i < n && (p[i] == ' ' || (p[i] >= '\t' && p[i] <= '\r')))
+			i++;
+		if (i < n && (p[i] == '+' || p[i] == '-'))
+			i++;
+		while (i < n && p[i] >= '0' && p[i] <= '9')
+			i++;
+		while (i < n && (p[i] == ' ' || (p[i] >= '\t' && p[i] <= '\r')))
+			i++;
+		return i == n;
+	case CELL_STRING:
+		while (i < n) {
+			int c = cell_utf8_char(p + i, n - i);
+
+			if (c > 0) {
+				i += (size_t)c;
+				continue;
+			}
+			/* a sequence cut at the end may be completed by the next write */
+			return n - i < 4 && (unsigned char)p[i] >= 0xC2 &&
+			       (unsigned char)p[i] <= 0xF4;
+		}
+		return 1;
+	default:
+		return 1;
+	}
+}
+
+/* The same for a family setting's text. */
+static int attr_may_parse(int attr, const char *p, size_t n)
+{
+	static const char *const words[] = { "string", "bytes", "boolean", "byte", "i32", "i64",
+					     "f32", "f64", "none" };
+	size_t i, b = 0, e;
+
+	while (b < n && (p[b] == ' ' || p[b] == '\t' || p[b] == '\n'))
+		b++;
+	e = b;
+	while (e < n && p[e] != ' ' && p[e] != '\t' && p[e] != '\n')
+		e++;
+	for (i = e; i < n; i++)   /* one word, then only whitespace */
+		if (p[i] != ' ' && p[i] != '\t' && p[i] != '\n')
+			return 0;
+	switch (attr) {
+	case FS_ATTR_MAX_VERSIONS:
+	case FS_ATTR_TTL:
+	case FS_ATTR_COMPRESSION:
+		for (i = b; i < e; i++)
+			if (p[i] < '0' || p[i] > '9')
+				break;
+		if (i == e)
+			return 1;
+		if (attr != FS_ATTR_COMPRESSION)
+			return 0;
+		return e - b <= 4 && !memcmp(p + b, "none", e - b);
+	case FS_ATTR_TYPE:
+		for (i = 0; i < 8; i++)
+			if (e - b <= strlen(words[i]) && !memcmp(p + b, words[i], e - b))
+				return 1;
+		return 0;
+	default:
+		return 1;
+	}
+}
+
+static void fs_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t size, off_t off,
+		     struct fuse_file_info *fi)
+{
+	struct fs *fs = req_fs(req);
+	struct fs_handle *h = (struct fs_handle *)(uintptr_t)fi->fh;
+	size_t end, old_len;
+	enum cell_type t;
+	int rc;
+
+	pthread_mutex_lock(&h->lock);
+	rc = handle_load(fs, h);
+	if (rc < 0)
+		goto fail;
+	if (h->append)
+		off = (off_t)h->len;
+	if (off < 0) {
+		rc = -EINVAL;
+		goto fail;
+	}
+	t = h->type;
+	if (t == CELL_INVALID && h->node->kind == FS_CELL) {
+		struct tbl_family_settings s;
+
+		if (tbl_get_family(fs->db, h->node->table, h->node->family, &s) == 0)
+			t = s.type;
+	}
+	end = (size_t)off + size;
+	/* a bytes cell's text is its value; a string's adds a newline */
+	if (end > max_text(fs) - (h->node->kind == FS_CELL && t == CELL_BYTES) || end < size) {
+		rc = -EFBIG;
+		h->failed = rc;   /* this open commits nothing: the old value stays */
+		goto fail;
+	}
+	rc = hbuf_reserve(h, end);
+	if (rc < 0)
+		goto fail;
+	old_len = h->len;
+	if ((size_t)off > h->len)
+		memset(h->data + h->len, 0, (size_t)off - h->len);
+	memcpy(h->data + off, data, size);
+	if (end > h->len)
+		h->len = end;
+	if ((size_t)off < h->checked)
+		h->checked = (size_t)off;   /* earlier bytes changed: check again from there */
+	if (end >= old_len && h->node->kind == FS_CELL && t == CELL_STRING) {
+		/* UTF-8 from the first byte not known good: each byte is checked once */
+		size_t i = h->checked;
+
+		while (i < h->len) {
+			int c = cell_utf8_char(h->data + i, h->len - i);
+
+			if (c <= 0)
+				break;
+			i += (size_t)c;
+		}
+		h->checked = i;
+	}
+	if (end >= old_len &&
+	    ((h->node->kind == FS_CELL && t == CELL_STRING &&
+	      !prefix_may_parse(t, h->data + h->checked, h->len - h->checked)) ||
+	     (h->node->kind == FS_CELL && t != CELL_STRING &&
+	      (h->len > 128 ? t != CELL_BYTES : !prefix_may_parse(t, h->data, h->len))) ||
+	     (h->node->kind == FS_FAMATTR && h->node->attr != FS_ATTR_SCRATCH &&
+	      !attr_may_parse(h->node->attr, h->data, h->len)))) {
+		/* never valid: refuse the write and keep the old value */
+		h->len = old_len;
+		if (h->checked > old_len)
+			h->checked = old_len;
+		h->failed = -EINVAL;
+		rc = -EINVAL;
+		goto fail;
+	}
+	h->dirty = 1;
+	h->wrote = 1;
+	node_dirty(fs, h);
+	pthread_mutex_unlock(&h->lock);
+	reply_failed("write", fuse_reply_write(req, size));
+	return;
+fail:
+	pthread_mutex_unlock(&h->lock);
+	reply_err(req, rc, "write", h->node);
+}
+
+static void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs *fs = req_fs(req);
+	struct fs_handle *h = (struct fs_handle *)(uintptr_t)fi->fh;
+	uint64_t committed;
+	int rc;
+
+	request_pid = fuse_req_ctx(req)->pid;
+	pthread_mutex_lock(&h->lock);
+	committed = h->committed_ts;
+	rc = handle_commit(fs, h, 0, 0);
+	committed = committed != h->committed_ts;
+	pthread_mutex_unlock(&h->lock);
+	if (rc < 0)
+		return reply_err(req, rc, "flush", h->node);
+	/*
+	 * What the closing process stats next must be the commit: its own
+	 * inode is invalidated before close() returns (the kernel holds no
+	 * lock of it during a flush); its other names follow from the queue.
+	 */
+	if (committed && h->node->kind == FS_CELL) {
+		rc = fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
+		if (rc < 0 && rc != -ENOENT)
+			fuse_log(FUSE_LOG_WARNING, "smolfs: flush %s: invalidation: %s\n",
+				 node_label(h->node), strerror(-rc));
+	}
+	reply_failed("flush", fuse_reply_err(req, 0));
+}
+
+/* Make everything committed durable. */
+static int sync_log(struct fs *fs)
+{
+	return tbl_sync(fs->db);
+}
+
+static void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	struct fs *fs = req_fs(req);
+	struct fs_handle *h = (struct fs_handle *)(uintptr_t)fi->fh;
+	int rc;
+
+	request_pid = fuse_req_ctx(req)->pid;
+	pthread_mutex_lock(&h->lock);
+	rc = handle_commit(fs, h, TBL_SYNC, 1);
+	pthread_mutex_unlock(&h->lock);
+	if (rc == 0)
+		rc = sync_log(fs);
+	if (rc < 0)
+		return reply_err(req, rc, "fsync", h->node);
+	reply_failed("fsync", fuse_reply_err(req, 0));
+}
+
+static void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs *fs = req_fs(req);
+	struct fs_handle *h = (struct fs_handle *)(uintptr_t)fi->fh;
+	int rc;
+
+	(void)rc;
+	handle_free(fs, h);   /* flush committed (a failed flush told close()) */
+	reply_failed("release", fuse_reply_err(req, 0));
+}
+
+static void fs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	int rc = sync_log(req_fs(req));
+
+	if (rc < 0)
+		return reply_err(req, rc, "fsyncdir", NULL);
+	reply_failed("fsyncdir", fuse_reply_err(req, 0));
+}
+
+/* ------------------------------------------------------------ setattr */
+
+/* A cell's newest version, moved to timestamp ts (utimensat): one row mutation. */
+static int restamp(struct fs *fs, struct fs_node *n, uint64_t ts)
+{
+	struct buf text = BUF_INIT;
+	struct tbl_mutation m[3];
+	struct cellinfo ci;
+	int rc;
+
+	rc = cell_get(fs, n->table, n->row, n->row_len, n->family, n->qual, n->qual_len, 0, &ci,
+		      &text);
+	if (rc < 0 || ci.ts == ts)
+		goto out;
+	/*
+	 * The version moves to ts and stays the newest: versions at ts or
+	 * later go (else an older version, or one GC hid, would show).
+	 */
+	memset(m, 0, sizeof(m));
+	m[0].op = TBL_DELETE_VERSION;
+	m[0].family = n->family;
+	m[0].qualifier = n->qual;
+	m[0].qualifier_len = n->qual_len;
+	m[0].ts = ci.ts;
+	m[1] = m[0];
+	m[1].op = TBL_DELETE_VERSIONS;
+	m[1].ts = ts;
+	m[1].ts_end = UINT64_MAX;
+	m[2] = m[0];
+	m[2].op = TBL_SET;
+	m[2].ts = ts;
+	rc = cell_parse(ci.type, slice_make(text.data, text.len), &m[2].value);
+	if (rc < 0) {
+		rc = -EUCLEAN;
+		goto out;
+	}
+	rc = tbl_mutate_row(fs->db, n->table, n->row, n->row_len, m, 3,
+			    fs->cfg.sync ? TBL_SYNC : 0, NULL);
+	if (rc == 0)
+		inval_cell(fs, n->table, n->row, n->row_len, n->family, n->qual, n->qual_len);
+out:
+	free(text.data);
+	return rc;
+}
+
+static uint64_t timespec_to_ts(const struct timespec *t)
+{
+	if (t->tv_sec < 0)
+		return 1;
+	return (uint64_t)t->tv_sec * 1000000 + (uint64_t)t->tv_nsec / 1000;
+}
+
+static uint64_t now_ts(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	return timespec_to_ts(&t);
+}
+
+static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		       struct fuse_file_info *fi)
+{
+	struct fs *fs = req_fs(req);
+	struct fs_node *n = fs_node_get(fs, ino);
+	struct stat st;
+	int rc = 0;
+
+	if (!n)
+		return reply_err(req, -ESTALE, "setattr", NULL);
+	if (fs->cfg.ro && (to_set & (FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_MTIME |
+				     FUSE_SET_ATTR_MTIME_NOW)))
+		return reply_err(req, -EROFS, "setattr", n);
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		struct fs_handle *h = fi ? (struct fs_handle *)(uintptr_t)fi->fh : NULL;
+		struct fs_handle tmp;
+		size_t size = (size_t)attr->st_size;
+
+		if (is_dir_kind(n->kind)) {
+			rc = -EISDIR;
+			goto out;
+		}
+		if (attr->st_size < 0 || size > max_text(fs)) {
+			rc = -EFBIG;
+			goto out;
+		}
+		if (!h) {   /* truncate(2) by name: a new version at once */
+			memset(&tmp, 0, sizeof(tmp));
+			pthread_mutex_init(&tmp.lock, NULL);
+			tmp.node = n;
+			tmp.type = CELL_INVALID;
+			h = &tmp;
+		}
+		pthread_mutex_lock(&h->lock);
+		rc = handle_load(fs, h);
+		if (rc == 0)
+			rc = hbuf_reserve(h, size);
+		if (rc == 0) {
+			if (size > h->len)
+				memset(h->data + h->len, 0, size - h->len);
+			h->len = size;
+			if (h->checked > size)
+				h->checked = size;
+			h->dirty = 1;
+			h->wrote = 1;
+			h->failed = 0;
+			if (h == &tmp)
+				rc = handle_commit(fs, h, 0, 1);
+			else
+				node_dirty(fs, h);
+		}
+		pthread_mutex_unlock(&h->lock);
+		if (h == &tmp) {
+			pthread_mutex_destroy(&tmp.lock);
+			free(tmp.data);
+		}
+		if (rc < 0)
+			goto out;
+	}
+	if ((to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW)) && n->kind == FS_CELL &&
+	    n->ts == 0) {
+		uint64_t ts = to_set & FUSE_SET_ATTR_MTIME_NOW ? now_ts()
+							       : timespec_to_ts(&attr->st_mtim);
+		if (ts == 0)
+			ts = 1;
+		if (!writer_stamp(fs, n, ts)) {
+			rc = restamp(fs, n, ts);
+			if (rc < 0)
+				goto out;
+		}
+	}
+	if ((to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW)) && n->kind == FS_TEMP) {
+		uint64_t ts = to_set & FUSE_SET_ATTR_MTIME_NOW ? now_ts()
+							       : timespec_to_ts(&attr->st_mtim);
+
+		rc = temp_meta(fs, n, n->name, ts ? ts : 1, CELL_INVALID);
+		if (rc < 0)
+			goto out;
+	}
+	/* chmod, chown, atime: accepted and not kept (modes are fixed, smolfs(1)) */
+	rc = node_stat(fs, n, ino, &st);
+out:
+	if (rc < 0)
+		return reply_err(req, rc, "setattr", n);
+	if ((to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW)) && n->kind == FS_CELL &&
+	    n->dirty_open && st.st_mtim.tv_sec == fs->start.tv_sec) {
+		if (to_set & FUSE_SET_ATTR_MTIME)
+			st.st_mtim = attr->st_mtim;
+	}
+	/* not cached: a writer's size is not what others see, and a commit follows */
+	reply_failed("setattr", fuse_reply_attr(req, &st, is_dir_kind(n->kind) ? fs->cfg.timeout
+									      : 0));
+}
+
+/* ------------------------------------------------------------ unlink, rename */
+
+static void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fs *fs = req_fs(req);
+	struct fs_node *p = fs_node_get(fs, parent), t;
+	char scratch[FS_NAME_MAX + 1];
+	struct tbl_mutation m;
+	struct stat st;
+	int rc;
+
+	if (!p)
+		return reply_err(req, -ESTALE, "unlink", NULL);
+	request_pid = fuse_req_ctx(req)->pid;
+	if (fs->cfg.ro)
+		return reply_err(req, -EROFS, "unlink", p);
+	rc = child_template(p, name, strlen(name), &t, scratch);
+	if (rc == -EINVAL)
+		rc = -ENOENT;
+	if (rc == 0 && t.kind == FS_FAMATTR) {
+		/* a temporary file goes; a setting is hidden until created again (tar) */
+		rc = node_stat(fs, &t, 0, &st);
+		if (rc == 0 && t.attr == FS_ATTR_SCRATCH)
+			scratch_remove(fs, t.table, t.family, t.name);
+		else if (rc == 0)
+			rc = scratch_put(fs, t.table, t.family, t.name, NULL, 0, 1);
+		if (rc < 0)
+			return reply_err(req, rc, "unlink", p);
+		fs_name_removed(fs, parent, name, strlen(name));
+		return reply_failed("unlink", fuse_reply_err(req, 0));
+	}
+	if (rc == 0 && t.kind == FS_TEMP) {
+		rc = temp_stat(fs, &t, t.name, NULL, NULL, NULL);
+		if (rc < 0)
+			return reply_err(req, rc, "unlink", p);
+		temp_remove(fs, &t, t.name);
+		fs_name_removed(fs, parent, name, strlen(name));
+		return reply_failed("unlink", fuse_reply_err(req, 0));
+	}
+	if (rc == 0 && t.kind != FS_CELL)
+		rc = is_dir_kind(t.kind) ? -EISDIR : -EPERM;
+	if (rc == 0)
+		rc = node_stat(fs, &t, 0, &st);
+	if (rc == -ENOENT && t.kind == FS_CELL && t.ts) {
+		/* a version of a cell removed meanwhile (rm -r: q, then q@ts): done */
+		struct fs_node q = t;
+
+		q.ts = 0;
+		rc = node_stat(fs, &q, 0, &st);
+		if (rc == -ENOENT) {
+			fs_name_removed(fs, parent, name, strlen(name));
+			return reply_failed("unlink", fuse_reply_err(req, 0));
+		}
+		rc = -ENOENT;
+	}
+	if (rc < 0)
+		return reply_err(req, rc, "unlink", p);
+	memset(&m, 0, sizeof(m));
+	m.op = t.ts ? TBL_DELETE_VERSION : TBL_DELETE_CELL;
+	m.family = t.family;
+	m.qualifier = t.qual;
+	m.qualifier_len = t.qual_len;
+	m.ts = t.ts;
+	rc = tbl_mutate_row(fs->db, t.table, t.row, t.row_len, &m, 1, fs->cfg.sync ? TBL_SYNC : 0,
+			    NULL);
+	if (rc < 0)
+		return reply_err(req, rc, "unlink", p);
+	fs_name_removed(fs, parent, name, strlen(name));
+	keep_dirs(fs, t.table, t.row, t.row_len, t.family);
+	inval_cell(fs, t.table, t.row, t.row_len, t.family, t.qual, t.qual_len);
+	reply_failed("unlink", fuse_reply_err(req, 0));
+}
+
+/* Every visible version of a cell (ts 0) or one version, with values: free with tbl_row_free. */
+static int cell_versions(struct fs *fs, const struct fs_node *t, struct tbl_row **out)
+{
+	struct tbl_read r;
+	const char *fams[1] = { t->family };
+	int rc;
+
+	memset(&r, 0, sizeof(r));
+	r.families = fams;
+	r.nfamilies = 1;
+	r.qualifier = t->qual;
+	r.qualifier_len = t->qual_len;
+	r.qualifier_exact = 1;
+	if (t->ts) {
+		r.ts_min = t->ts;
+		r.ts_max = t->ts + 1;
+	}
+	rc = tbl_get_row(fs->db, t->table, t->row, t->row_len, &r, out);
+	if (rc == 0 && (*out)->ncells == 0) {
+		tbl_row_free(*out);
+		*out = NULL;
+		rc = -ENOENT;
+	}
+	return rc;
+}
+
+/*
+ * Rename of a cell within its row, as one row mutation:
+ *   q -> p       every version of q moves to p; p's versions older than q's
+ *                newest stay (its history), the others go;
+ *   x -> p@T     x's value (its newest, or the version x names) becomes
+ *                version T of p, and x goes;
+ *   q@t -> p     that version becomes p (alone), and goes from q.
+ * RENAME_NOREPLACE: EEXIST if the target exists.  RENAME_EXCHANGE: the two
+ * cells swap every version (newest names only).
+ */
+static int rename_cell(struct fs *fs, const struct fs_node *s, const struct fs_node *d,
+		       unsigned flags)
+{
+	struct tbl_row *src = NULL, *dst = NULL;
+	struct tbl_mutation *m = NULL;
+	size_t nm = 0, i;
+	int rc;
+
+	if (s->qual_len == d->qual_len && !memcmp(s->qual, d->qual, s->qual_len) &&
+	    !strcmp(s->family, d->family))
+		return s->ts == d->ts ? 0 : -EINVAL;   /* a cell's versions among themselves */
+	rc = cell_versions(fs, s, &src);
+	if (rc < 0)
+		return rc;
+	rc = cell_versions(fs, d, &dst);
+	if (rc == -ENOENT) {
+		rc = 0;
+		if (flags & RENAME_EXCHANGE)
+			rc = -ENOENT;
+	} else if (rc == 0 && (flags & RENAME_NOREPLACE)) {
+		rc = -EEXIST;
+	}
+	if (rc < 0)
+		goto out;
+	if ((flags & RENAME_EXCHANGE) && (s->ts || d->ts)) {
+		rc = -EINVAL;
+		goto out;
+	}
+	m = calloc(src->ncells + (dst ? dst->ncells : 0) + 2, sizeof(*m));
+	if (!m) {
+		rc = -ENOMEM;
+		goto out;
+	}
+#define DEL(node, op_)                                                     \
+	do {                                                               \
+		m[nm].op = (node)->ts ? TBL_DELETE_VERSION : (op_);        \
+		m[nm].family = (node)->family;                             \
+		m[nm].qualifier = (node)->qual;                            \
+		m[nm].qualifier_len = (node)->qual_len;                    \
+		m[nm].ts = (node)->ts;                                     \
+		nm++;                                                      \
+	} while (0)
+	if (d->ts) {
+		/* one version of the target: the source's newest (or named) value */
+		DEL(s, TBL_DELETE_CELL);
+		m[nm].op = TBL_SET;
+		m[nm].family = d->family;
+		m[nm].qualifier = d->qual;
+		m[nm].qualifier_len = d->qual_len;
+		m[nm].ts = d->ts;
+		m[nm].value = src->cells[0].value;
+		nm++;
+	} else {
+		if (d->ts || (flags & RENAME_EXCHANGE)) {
+			DEL(d, TBL_DELETE_CELL);
+		} else if (dst) {
+			/*
+			 * Over an existing cell: its versions older than the source's
+			 * newest stay, so `sed -i` and editors add a version to the
+			 * cell's history; newer ones go, so the name shows what moved.
+			 */
+			m[nm].op = TBL_DELETE_VERSIONS;
+			m[nm].family = d->family;
+			m[nm].qualifier = d->qual;
+			m[nm].qualifier_len = d->qual_len;
+			m[nm].ts = src->cells[0].ts;
+			m[nm].ts_end = UINT64_MAX;
+			nm++;
+		}
+		DEL(s, TBL_DELETE_CELL);
+		for (i = 0; i < src->ncells; i++) {
+			m[nm].op = TBL_SET;
+			m[nm].family = d->family;
+			m[nm].qualifier = d->qual;
+			m[nm].qualifier_len = d->qual_len;
+			m[nm].ts = src->cells[i].ts;
+			m[nm].value = src->cells[i].value;
+			nm++;
+		}
+		if (flags & RENAME_EXCHANGE) {
+			for (i = 0; i < dst->ncells; i++) {
+				m[nm].op = TBL_SET;
+				m[nm].family = s->family;
+				m[nm].qualifier = s->qual;
+				m[nm].qualifier_len = s->qual_len;
+				m[nm].ts = dst->cells[i].ts;
+				m[nm].value = dst->cells[i].value;
+				nm++;
+			}
+		}
+	}
+#undef DEL
+	rc = tbl_mutate_row(fs->db, s->table, s->row, s->row_len, m, nm,
+			    fs->cfg.sync ? TBL_SYNC : 0, NULL);
+out:
+	free(m);
+	if (src)
+		tbl_row_free(src);
+	if (dst)
+		tbl_row_free(dst);
+	return rc;
+}
+
+/*
+ * A temporary file renamed to a cell's name (rsync, editors): its text
+ * becomes a version of the cell, parsed by its type (the one set on the
+ * temporary file with user.smolfs.type, else the cell's, else the family's),
+ * with the temporary file's time (utimensat) or the version the name gives,
+ * or the current time; the cell's versions not older than that go, so the
+ * name shows what was moved.  One row mutation.
+ */
+static int rename_temp(struct fs *fs, const struct fs_node *s, const struct fs_node *d,
+		       unsigned flags)
+{
+	struct tbl_mutation m[2];
+	struct cellinfo ci;
+	char *data = NULL;
+	size_t len = 0, nm = 0;
+	uint64_t stamp = 0, ts;
+	enum cell_type type = CELL_INVALID;
+	int rc, exists;
+
+	if (flags & RENAME_EXCHANGE)
+		return -EINVAL;
+	rc = temp_stat(fs, s, s->name, &len, &stamp, &type);
+	if (rc == 0)
+		rc = temp_get(fs, s, s->name, &data, &len);
+	if (rc < 0)
+		return rc;
+	if (d->kind == FS_TEMP) {
+		rc = (flags & RENAME_NOREPLACE) && temp_stat(fs, d, d->name, NULL, NULL, NULL) == 0
+			     ? -EEXIST : temp_put(fs, d, d->name, data, len);
+		if (rc == 0)
+			rc = temp_meta(fs, d, d->name, stamp, type);
+		goto out;
+	}
+	rc = cell_get(fs, d->table, d->row, d->row_len, d->family, d->qual, d->qual_len, d->ts,
+		      &ci, NULL);
+	exists = rc == 0;
+	if (rc < 0 && rc != -ENOENT)
+		goto out;
+	rc = 0;
+	if (exists && (flags & RENAME_NOREPLACE)) {
+		rc = -EEXIST;
+		goto out;
+	}
+	if (type == CELL_INVALID && exists)
+		type = ci.type;
+	if (type == CELL_INVALID) {
+		struct tbl_family_settings fset;
+
+		rc = tbl_get_family(fs->db, d->table, d->family, &fset);
+		if (rc < 0)
+			goto out;
+		type = fset.type;
+	}
+	ts = d->ts ? d->ts : stamp ? stamp : TBL_TS_NOW;
+	memset(m, 0, sizeof(m));
+	if (!d->ts && ts != TBL_TS_NOW) {
+		m[0].op = TBL_DELETE_VERSIONS;
+		m[0].family = d->family;
+		m[0].qualifier = d->qual;
+		m[0].qualifier_len = d->qual_len;
+		m[0].ts = ts;
+		m[0].ts_end = UINT64_MAX;
+		nm = 1;
+	}
+	m[nm].op = TBL_SET;
+	m[nm].family = d->family;
+	m[nm].qualifier = d->qual;
+	m[nm].qualifier_len = d->qual_len;
+	m[nm].ts = ts;
+	rc = cell_parse(type, slice_make(data, len), &m[nm].value);
+	if (rc == 0)
+		rc = tbl_mutate_row(fs->db, d->table, d->row, d->row_len, m, nm + 1,
+				    fs->cfg.sync ? TBL_SYNC : 0, NULL);
+out:
+	if (rc == 0)
+		temp_remove(fs, s, s->name);
+	free(data);
+	return rc;
+}
+
+static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+		      const char *newname, unsigned int flags)
+{
+	struct fs *fs = req_fs(req);
+	struct fs_node *p = fs_node_get(fs, parent), *np = fs_node_get(fs, newparent), s, d;
+	char sscratch[FS_NAME_MAX + 1], dscratch[FS_NAME_MAX + 1];
+	int rc;
+
+	if (!p || !np)
+		return reply_err(req, -ESTALE, "rename", NULL);
+	if (fs->cfg.ro)
+		return reply_err(req, -EROFS, "rename", p);
+	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE))
+		return reply_err(req, -EINVAL, "rename", p);
+	rc = child_template(p, name, strlen(name), &s, sscratch);
+	if (rc == 0)
+		rc = child_template(np, newname, strlen(newname), &d, dscratch);
+	if (rc == -EINVAL)
+		rc = -ENOENT;
+	if (rc < 0)
+		return reply_err(req, rc, "rename", p);
+	if (s.kind == FS_FAMATTR && d.kind == FS_FAMATTR && !strcmp(s.table, d.table) &&
+	    !strcmp(s.family, d.family) && s.attr == FS_ATTR_SCRATCH) {
+		/* rsync's temporary file over a setting: the setting takes its text */
+		char *data = NULL;
+		size_t len = 0;
+
+		rc = scratch_get(fs, s.table, s.family, s.name, &data, &len);
+		if (rc == 0 && d.attr == FS_ATTR_SCRATCH)
+			rc = scratch_put(fs, d.table, d.family, d.name, data, len, 0);
+		else if (rc == 0)
+			rc = famattr_set(fs, d.table, d.family, d.attr, data, len);
+		free(data);
+		if (rc < 0)
+			return reply_err(req, rc, "rename", p);
+		scratch_remove(fs, s.table, s.family, s.name);
+		if (d.attr != FS_ATTR_SCRATCH)
+			scratch_remove(fs, d.table, d.family, d.name);   /* unhidden */
+		fs_node_renamed(fs, parent, name, newparent, newname, &s, &d, 0);
+		fs_each_node(fs, FS_CELL, d.table, d.family, NULL, 0, NULL, 0, inval_one, NULL);
+		return reply_failed("rename", fuse_reply_err(req, 0));
+	}
+	if (s.kind == FS_TEMP && (d.kind == FS_CELL || d.kind == FS_TEMP) &&
+	    !strcmp(s.table, d.table) && s.row_len == d.row_len &&
+	    !memcmp(s.row, d.row, s.row_len)) {
+		rc = rename_temp(fs, &s, &d, flags);
+		if (rc < 0)
+			return reply_err(req, rc, "rename", p);
+		if (d.kind == FS_CELL) {
+			fs_empty_remove(fs, d.table, d.row, d.row_len, d.family);
+			inval_cell(fs, d.table, d.row, d.row_len, d.family, d.qual, d.qual_len);
+		}
+		fs_node_renamed(fs, parent, name, newparent, newname, &s, &d, 0);
+		return reply_failed("rename", fuse_reply_err(req, 0));
+	}
+	/* only cells move, and only within their row: elsewhere mv copies and deletes */
+	if (s.kind != FS_CELL || d.kind != FS_CELL || strcmp(s.table, d.table) ||
+	    s.row_len != d.row_len || memcmp(s.row, d.row, s.row_len))
+		return reply_err(req, -EXDEV, "rename", p);
+	rc = rename_cell(fs, &s, &d, flags);
+	if (rc < 0)
+		return reply_err(req, rc, "rename", p);
+	fs_empty_remove(fs, d.table, d.row, d.row_len, d.family);
+	keep_dirs(fs, s.table, s.row, s.row_len, s.family);
+	fs_node_renamed(fs, parent, name, newparent, newname, &s, &d,
+			!!(flags & RENAME_EXCHANGE));
+	inval_cell(fs, s.table, s.row, s.row_len, s.family, s.qual, s.qual_len);
+	inval_cell(fs, d.table, d.row, d.row_len, d.family, d.qual, d.qual_len);
+	reply_failed("rename", fuse_reply_err(req, 0));
+}
+
+/* What the tree cannot hold: EPERM, and nothing changes. */
+/*
+ * mknod of a regular file (tar --xattrs makes the file, sets its
+ * attributes, then writes it): a cell with no value yet, held by its node
+ * while the kernel holds the name; the first commit gives it a value.  A
+ * temporary or settings file is made as create makes it.  Anything else
+ * (devices, FIFOs, sockets) is EPERM.
+ */
+static void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		     dev_t rdev)
+{
+	struct fs *fs = req_fs(req);
+	struct fs_node *p = fs_node_get(fs, parent), t, *n;
+	char scratch[FS_NAME_MAX + 1];
+	struct tbl_family_settings s;
+	struct fuse_entry_param e;
+	struct stat st;
+	int rc;
+
+	if (!p)
+		return reply_err(req, -ESTALE, "mknod", NULL);
+	if (!S_ISREG(mode) || (p->kind != FS_ROWFAM && p->kind != FS_FAMDEF))
+		return reply_err(req, -EPERM, "mknod", p);
+	if (fs->cfg.ro)
+		return reply_err(req, -EROFS, "mknod", p);
+	request_pid = fuse_req_ctx(req)->pid;
+	rc = child_template(p, name, strlen(name), &t, scratch);
+	if (rc < 0)
+		return reply_err(req, rc, "mknod", p);
+	if (node_stat(fs, &t, 0, &st) == 0)
+		return reply_err(req, -EEXIST, "mknod", p);
+	switch (t.kind) {
+	case FS_TEMP:
+		rc = temp_put(fs, &t, t.name, NULL, 0);
+		break;
+	case FS_FAMATTR:
+		rc = tbl_get_family(fs->db, t.table, t.family, &s);
+		if (rc == 0 && t.attr == FS_ATTR_SCRATCH)
+			rc = scratch_put(fs, t.table, t.family, t.name, NULL, 0, 0);
+		else if (rc == 0)
+			scratch_remove(fs, t.table, t.family, t.name);   /* shown again */
+		break;
+	case FS_CELL:
+		if (t.ts == 0 && fs->recent)
+			recent_forget(fs, &t);
+		rc = tbl_get_family(fs->db, t.table, t.family, &s);
+		if (rc == 0 && t.qual_len > TBL_MAX_QUALIFIER)
+			rc = -ENAMETOOLONG;
+		break;
+	default:
+		rc = -EPERM;
+	}
+	if (rc < 0)
+		return reply_err(req, rc, "mknod", p);
+	n = fs_node_ref(fs, p, name, strlen(name), &t);
+	if (!n)
+		return reply_err(req, -ENOMEM, "mknod", p);
+	if (n->kind == FS_CELL) {
+		pthread_mutex_lock(&fs->lock);
+		n->pending = 1;
+		n->pending_type = CELL_INVALID;
+		pthread_mutex_unlock(&fs->lock);
+	}
+	rc = node_stat(fs, n, n->ino, &st);
+	if (rc < 0) {
+		fs_node_unref(fs, n, 1);
+		return reply_err(req, rc, "mknod", p);
+	}
+	fill_entry(fs, n, &st, &e);
+	e.attr_timeout = 0;   /* its size comes with its first commit */
+	rc = fuse_reply_entry(req, &e);
+	if (rc < 0) {
+		reply_failed("mknod", rc);
+		fs_node_unref(fs, n, 1);
+	}
+}
+
+static void fs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	reply_err(req, -EPERM, "symlink", NULL);
+}
+
+static void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	reply_err(req, -EPERM, "link", NULL);
+}
+
+/* ------------------------------------------------------------ xattrs, statfs */
+
+static void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	struct fs *fs = req_fs(req);
+	struct fs_node *n = fs_node_get(fs, ino);
+	struct cellinfo ci;
+	const char *tn;
+	size_t len;
+	int rc;
+
+	if (!n)
+		return reply_err(req, -ESTALE, "getxattr", NULL);
+	if ((n->kind != FS_CELL && n->kind != FS_TEMP) || strcmp(name, XATTR_TYPE))
+		return reply_err(req, -ENODATA, "getxattr", n);
+	if (n->kind == FS_TEMP) {
+		ci.type = CELL_INVALID;
+		rc = temp_stat(fs, n, n->name, NULL, NULL, &ci.type);
+		if (rc == 0 && ci.type == CELL_INVALID) {
+			struct tbl_family_settings s;
+
+			rc = tbl_get_family(fs->db, n->table, n->family, &s);
+			ci.type = s.type;
+		}
+	} else {
+		rc = cell_get(fs, n->table, n->row, n->row_len, n->family, n->qual, n->qual_len, n->ts,
+		      &ci, NULL);
+	if (rc == -ENOENT && (n->dirty_open || n->pending)) {
+		struct tbl_family_settings s;
+
+		rc = tbl_get_family(fs->db, n->table, n->family, &s);
+		ci.type = n->pending_type ? (enum cell_type)n->pending_type : s.type;
+	}
+	}
+	if (rc < 0)
+		return reply_err(req, rc, "getxattr", n);
+	tn = cell_type_name(ci.type);
+	len = strlen(tn);
+	if (size == 0)
+		return reply_failed("getxattr", fuse_reply_xattr(req, len));
+	if (size < len)
+		return reply_err(req, -ERANGE, "getxattr", n);
+	reply_failed("getxattr", fuse_reply_buf(req, tn, len));
+}
+
+static void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct fs *fs = req_fs(req);
+	struct fs_node *n = fs_node_get(fs, ino);
+	static const char list[] = XATTR_TYPE;   /* with its NUL */
+
+	if (!n)
+		return reply_err(req, -ESTALE, "listxattr", NULL);
+	if (n->kind != FS_CELL && n->kind != FS_TEMP) {
+		if (size == 0)
+			return reply_failed("listxattr", fuse_reply_xattr(req, 0));
+		return reply_failed("listxattr", fuse_reply_buf(req, NULL, 0));
+	}
+	if (size == 0)
+		return reply_failed("listxattr", fuse_reply_xattr(req, sizeof(list)));
+	if (size < sizeof(list))
+		return reply_err(req, -ERANGE, "listxattr", n);
+	reply_failed("listxattr", fuse_reply_buf(req, list, sizeof(list)));
+}
+
+/* Change the type of a cell's newest version (or the version named), in place. */
+static int convert(struct fs *fs, struct fs_node *n, enum cell_type to)
+{
+	struct tbl_row *row = NULL;
+	struct tbl_mutation m[2];
+	struct buf scratch = BUF_INIT;
+	struct fs_node t = *n;
+	int rc;
+
+	rc = cell_versions(fs, &t, &row);
+	if (rc < 0)
+		return rc;
+	if (row->cells[0].value.type == to)
+		goto out;
+	memset(m, 0, sizeof(m));
+	m[0].op = TBL_DELETE_VERSION;
+	m[0].family = n->family;
+	m[0].qualifier = n->qual;
+	m[0].qualifier_len = n->qual_len;
+	m[0].ts = row->cells[0].ts;
+	m[1] = m[0];
+	m[1].op = TBL_SET;
+	rc = cell_convert(&row->cells[0].value, to, &m[1].value, &scratch);
+	if (rc < 0)
+		goto out;
+	rc = tbl_mutate_row(fs->db, n->table, n->row, n->row_len, m, 2,
+			    fs->cfg.sync ? TBL_SYNC : 0, NULL);
+	if (rc == 0)
+		inval_cell(fs, n->table, n->row, n->row_len, n->family, n->qual, n->qual_len);
+out:
+	free(scratch.data);
+	tbl_row_free(row);
+	return rc;
+}
+
+static void fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+			size_t size, int flags)
+{
+	struct fs *fs = req_fs(req);
+	struct fs_node *n = fs_node_get(fs, ino);
+	enum cell_type to;
+	char v[16];
+	int rc;
+
+	if (!n)
+		return reply_err(req, -ESTALE, "setxattr", NULL);
+	if ((n->kind != FS_CELL && n->kind != FS_TEMP) || strcmp(name, XATTR_TYPE))
+		return reply_err(req, -ENOTSUP, "setxattr", n);
+	if (fs->cfg.ro)
+		return reply_err(req, -EROFS, "setxattr", n);
+	while (size && (value[size - 1] == '\n' || value[size - 1] == '\0'))
+		size--;
+	if (size == 0 || size >= sizeof(v))
+		return reply_err(req, -EINVAL, "setxattr", n);
+	memcpy(v, value, size);
+	v[size] = '\0';
+	rc = cell_type_parse(slice_str(v), &to);
+	if (rc == 0 && n->kind == FS_TEMP)   /* a temporary file keeps it for its rename */
+		rc = temp_meta(fs, n, n->name, 0, to);
+	else if (rc == 0 && n->pending) {   /* mknod'ed, no value yet */
+		pthread_mutex_lock(&fs->lock);
+		n->pending_type = to;
+		pthread_mutex_unlock(&fs->lock);
+		writer_type(fs, n, to);
+	} else if (rc == 0 && !writer_type(fs, n, to))   /* cp -a: before its close */
+		rc = convert(fs, n, to);
+	if (rc < 0)
+		return reply_err(req, rc, "setxattr", n);
+	reply_failed("setxattr", fuse_reply_err(req, 0));
+}
+
+static void fs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	struct fs *fs = req_fs(req);
+	struct fs_node *n = fs_node_get(fs, ino);
+
+	reply_err(req, n && n->kind == FS_CELL && !strcmp(name, XATTR_TYPE) ? -EPERM : -ENODATA,
+		  "removexattr", n);
+}
+
+static void fs_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct statvfs sv;
+	struct kv_stats ks;
+	struct fs *fs = req_fs(req);
+
+	if (statvfs(fs_datadir, &sv) < 0)
+		return reply_err(req, -errno, "statfs", NULL);
+	kv_get_stats(tbl_kv(fs->db), &ks);
+	sv.f_namemax = FS_NAME_MAX;
+	sv.f_files = sv.f_files ? sv.f_files : 1;
+	reply_failed("statfs", fuse_reply_statfs(req, &sv));
+}
+
+static void fs_init_conn(void *userdata, struct fuse_conn_info *conn)
+{
+	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	if (conn->capable & FUSE_CAP_READDIRPLUS)
+		conn->want |= FUSE_CAP_READDIRPLUS;
+	conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;   /* writes reach flush in order */
+}
+
+const struct fuse_lowlevel_ops fs_ops = {
+	.init = fs_init_conn,
+	.lookup = fs_lookup,
+	.forget = fs_forget_one,
+	.forget_multi = fs_forget_multi,
+	.getattr = fs_getattr,
+	.setattr = fs_setattr,
+	.mknod = fs_mknod,
+	.mkdir = fs_mkdir,
+	.unlink = fs_unlink,
+	.rmdir = fs_rmdir,
+	.symlink = fs_symlink,
+	.rename = fs_rename,
+	.link = fs_link,
+	.open = fs_open,
+	.read = fs_read,
+	.write = fs_write,
+	.flush = fs_flush,
+	.release = fs_release,
+	.fsync = fs_fsync,
+	.opendir = fs_opendir,
+	.readdir = fs_readdir,
+	.readdirplus = fs_readdirplus,
+	.releasedir = fs_releasedir,
+	.fsyncdir = fs_fsyncdir,
+	.statfs = fs_statfs,
+	.setxattr = fs_setxattr,
+	.getxattr = fs_getxattr,
+	.listxattr = fs_listxattr,
+	.removexattr = fs_removexattr,
+	.create = fs_create,
+};
