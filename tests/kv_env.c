@@ -1012,7 +1012,7 @@ int main(void)
 {
 	struct kv_env *fe;
 
-	plan(238);
+	plan(244);
 	make_tmpdir("kv_env");
 	diag("directory %s", tmpdir);
 

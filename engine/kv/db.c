@@ -213,7 +213,7 @@ static int replay_log(struct kv_db *db, uint64_t number, int last, uint64_t *max
 		goto out;
 	rd = wal_reader_new(f, size, path);
 	if (last)
-		wal_reader_stop_at_damage(rd);
+		wal_reader_stop_at_damage(rd, 1);
 	while ((r = wal_read(rd, &rec)) > 0) {
 		if ((r = batch_check(rec, &count)) < 0) {
 			r = KV_CORRUPT("%s: damaged batch in the record before offset %llu: %s", path,
@@ -594,6 +594,7 @@ static int make_room(struct kv_db *db, int force)
 		free(path);
 		if (r < 0) {
 			db->bg_error = r;
+			pthread_cond_broadcast(&db->bg_cv);   /* kv_flush and kv_compact_range stop */
 			return r;
 		}
 		{
@@ -688,8 +689,10 @@ static int sync_committed(struct kv_db *db)
 	if (r == 0)
 		r = wal_sync(db->wal);
 	pthread_mutex_lock(&db->mu);
-	if (r < 0 && !db->bg_error)
+	if (r < 0 && !db->bg_error) {
 		db->bg_error = r;   /* a failed fsync may have lost what it was to keep */
+		pthread_cond_broadcast(&db->bg_cv);
+	}
 	lead_leave(db, &w);
 	pthread_mutex_unlock(&db->mu);
 	return r;
@@ -771,8 +774,10 @@ int kv_write(struct kv_db *db, const struct kv_batch *b, unsigned flags)
 		pthread_mutex_lock(&db->mu);
 		if (r == 0)
 			__atomic_store_n(&db->last_seq, seq, __ATOMIC_RELEASE);
-		else if (nrecs && !db->bg_error)
+		else if (nrecs && !db->bg_error) {
 			db->bg_error = r;   /* the log may hold part of this group: stop writing */
+			pthread_cond_broadcast(&db->bg_cv);   /* and whoever waits for background work */
+		}
 	}
 
 	/* hand results to the group, and the lead to the next writer */

@@ -651,7 +651,9 @@ static int apply_edit(struct version_set *vs, struct version_edit *e, const char
  * The manifest is read more strictly than the write-ahead log: every record
  * was fsynced before anything relied on it, so a last record that is whole
  * (its header and payload are all there) but fails its checksum is damage,
- * not an unfinished write.  Only a record cut short, or zeros, may end it.
+ * not an unfinished write.  Only a record cut short, or zeros, may end it,
+ * or the damage a power cut leaves in an edit whose fdatasync it
+ * interrupted (pages never written: wal_reader_stop_at_damage).
  */
 static int manifest_tail_check(struct env_file *f, uint64_t size, struct wal_reader *rd,
 			       const char *name)
@@ -662,6 +664,8 @@ static int manifest_tail_check(struct env_file *f, uint64_t size, struct wal_rea
 
 	if (!wal_reader_torn(rd, &off))
 		return 0;
+	if (wal_reader_damage(rd))
+		return 0;   /* what a power cut leaves of an edit whose sync never returned */
 	if (size - off < WAL_HEADER || env_read_exact(f, hdr, WAL_HEADER, off) < 0)
 		return 0;
 	len = dec_fixed32(hdr + 4);
@@ -713,6 +717,8 @@ int vs_recover(struct version_set *vs)
 	    (r = env_open_read(vs->env, mpath, &f)) < 0)
 		goto out;
 	rd = wal_reader_new(f, msize, mpath);
+	/* its last edit may be one whose fdatasync a power cut interrupted */
+	wal_reader_stop_at_damage(rd, 0);
 	for (int first = 1; (r = wal_read(rd, &rec)) > 0; first = 0) {
 		r = edit_decode(&e, rec, mpath);
 		if (r < 0)

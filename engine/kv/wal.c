@@ -151,6 +151,7 @@ struct wal_reader {
 	int torn;
 	uint64_t torn_off;
 	int stop_at_damage;     /* wal_reader_stop_at_damage was called */
+	int garbage_ends;       /* and may end the log at garbage after its last record */
 	const char *damage;     /* what ended the log there (static string), or NULL */
 	struct buf win;         /* read-ahead: file bytes [win_off, win_off + win.len) */
 	uint64_t win_off;
@@ -191,9 +192,10 @@ int wal_reader_torn_zeros(struct wal_reader *r)
 	return r->torn && r->torn_off < r->size && zeros_to_end(r, r->torn_off) == 1;
 }
 
-void wal_reader_stop_at_damage(struct wal_reader *r)
+void wal_reader_stop_at_damage(struct wal_reader *r, int garbage_ends)
 {
 	r->stop_at_damage = 1;
+	r->garbage_ends = garbage_ends;
 }
 
 const char *wal_reader_damage(const struct wal_reader *r)
@@ -315,14 +317,20 @@ static int intact_at(struct wal_reader *r, uint64_t off)
 	return record_crc(len_bytes, slice_make(p, len)) == crc;
 }
 
+/* The shortest run of zeros ending at a sector boundary taken for unwritten space. */
+#define ZERO_RUN_MIN 16
+
 /*
  * Whether the damaged record at r->off looks like what a power cut leaves
- * in unsynced bytes: 1 if no intact record follows it (a torn or garbled
- * end), or if a 512-byte sector of zeros (aligned to the file) lies between
- * it and the next intact record (a page the disk never wrote, which is
- * what let a later page be there without it); 0 if an intact record follows
- * with nothing unwritten between (a flipped or overwritten byte: damage),
- * *next then its offset; or a read error.  Scans the rest of the file.
+ * in unsynced bytes: 1 if a run of at least ZERO_RUN_MIN zeros ending at a
+ * 512-byte boundary of the file lies between it and the next intact record
+ * or the end (a page the disk never wrote, which is what let a later page
+ * be there without it, or the part of one past the last sync), or (with
+ * garbage_ends) if no intact record follows it and it is not the log's
+ * first (a torn or garbled end after the last record); 0 if not (a flipped or overwritten
+ * byte with intact records after it, or a log that is garbage from its
+ * start: damage), *next then the offset of the next intact record or the
+ * file's size; or a read error.  Scans the rest of the file.
  */
 static int power_cut_damage(struct wal_reader *r, uint64_t *next)
 {
@@ -338,20 +346,25 @@ static int power_cut_damage(struct wal_reader *r, uint64_t *next)
 			break;
 	}
 	if (off + WAL_HEADER > r->size)
-		return 1;
+		off = r->size;
 	*next = off;
-	for (uint64_t s = (r->off + sector - 1) / sector * sector; s + sector <= off; s += sector) {
+	/* a run of zeros up to a sector boundary: an unwritten page, or its part past the last sync */
+	uint64_t run = 0;
+	for (uint64_t s = r->off; s < off; s += sector) {
+		uint64_t end = (s / sector + 1) * sector;
 		const char *p;
-		int err = fetch(r, s, (size_t)sector, &p), zero = 1;
+		int err;
 
-		if (err < 0)
+		if (end > off)
+			end = off;
+		if ((err = fetch(r, s, (size_t)(end - s), &p)) < 0)
 			return err;
-		for (size_t i = 0; i < sector && zero; i++)
-			zero = p[i] == 0;
-		if (zero)
+		for (size_t i = 0; i < end - s; i++)
+			run = p[i] ? 0 : run + 1;
+		if (end % sector == 0 && run >= ZERO_RUN_MIN)
 			return 1;
 	}
-	return 0;
+	return r->garbage_ends && off == r->size && r->off > 0;
 }
 
 /*
@@ -377,10 +390,15 @@ static int damaged(struct wal_reader *r, uint64_t data_end, const char *what, ui
 			r->damage = what;
 			return end_torn(r);
 		}
-		r->state = KV_CORRUPT("%s: log record at offset %" PRIu64 " (length %" PRIu32 "): "
-				      "%s, and an intact record follows at offset %" PRIu64
-				      " with no unwritten sector between", r->name, r->off, len,
-				      what, next);
+		if (next == r->size)
+			r->state = KV_CORRUPT("%s: log record at offset %" PRIu64 " (length %"
+					      PRIu32 "): %s, and no intact record follows it",
+					      r->name, r->off, len, what);
+		else
+			r->state = KV_CORRUPT("%s: log record at offset %" PRIu64 " (length %"
+					      PRIu32 "): %s, and an intact record follows at "
+					      "offset %" PRIu64 " with no unwritten sector between",
+					      r->name, r->off, len, what, next);
 		return r->state;
 	}
 	r->state = KV_CORRUPT("%s: log record at offset %" PRIu64 " (length %" PRIu32 "): %s, "

@@ -77,12 +77,14 @@ int wal_reader_torn_zeros(struct wal_reader *r);
 /*
  * Read a log whose tail may hold unsynced bytes damaged by a power cut
  * (pages of zeros between records that reached the disk, garbage at the
- * end): a damaged record ends the log, as a torn tail does, if no intact
- * record follows it, or if an aligned 512-byte sector of zeros lies between
- * it and the next intact one.  Damage with an intact record right after it
- * (a flipped byte) is still corruption.  Call before the first wal_read.
+ * end): a damaged record ends the log, as a torn tail does, if a run of at
+ * least 16 zeros ending at a 512-byte boundary of the file lies between it
+ * and the next intact record (or the end), or (garbage_ends) if it is not
+ * the first record and no intact record follows it.  Damage with an intact record right after it (a flipped byte), or a
+ * log that is garbage from its first byte, is still corruption.  Call
+ * before the first wal_read.
  */
-void wal_reader_stop_at_damage(struct wal_reader *r);
+void wal_reader_stop_at_damage(struct wal_reader *r, int garbage_ends);
 /*
  * After wal_read returned 0: how the record that ended the log under
  * wal_reader_stop_at_damage was damaged ("checksum mismatch", ...), or NULL
