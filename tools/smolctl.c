@@ -1812,7 +1812,7 @@ static void check_problem(struct check_ctx *c, const char *fmt, ...)
 	va_list ap;
 
 	c->problems++;
-	if (t->on) {
+	if (t && t->on) {
 		pthread_mutex_lock(&t->mu);
 		fputs("\r\033[K", stderr);
 		snprintf(t->status, sizeof(t->status), "check %s: %" PRIu64 " problem%s so far",
@@ -1823,7 +1823,7 @@ static void check_problem(struct check_ctx *c, const char *fmt, ...)
 	va_end(ap);
 	putchar('\n');
 	fflush(stdout);
-	if (t->on)
+	if (t && t->on)
 		pthread_mutex_unlock(&t->mu);
 }
 
@@ -1840,6 +1840,16 @@ static void check_report(void *arg, const char *file, uint64_t off, const char *
  * The table layer's part of check: its schema must load, and every visible
  * cell of every table must decode.
  */
+/*
+ * The engine's warnings while check opens the database are findings: a
+ * damaged tail of the last log that recovery dropped, above all.
+ */
+static void check_log(void *arg, enum kv_log_level level, const char *msg)
+{
+	if (level <= KV_LOG_WARN)
+		check_problem(arg, "%s: %s", datadir, msg);
+}
+
 static void check_tables(struct check_ctx *c)
 {
 	struct tbl_options o;
@@ -1908,8 +1918,8 @@ static int run_check(const struct cmd *c, int argc, char **argv)
 	kv_options_init(&ko);
 	ko.create_if_missing = 0;
 	ko.read_only = 1;   /* check never changes what it checks */
-	ko.log = engine_log;
-	ko.log_arg = (void *)datadir;
+	ko.log = check_log;
+	ko.log_arg = &ctx;
 	if (!looks_like_database())
 		return open_failed(-ENOENT);
 	r = kv_open(datadir, &ko, &kv);
