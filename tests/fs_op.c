@@ -1,0 +1,231 @@
+/*
+ * fs_op.c -- one system call (or one open/write/close sequence) on a path,
+ * reported by name, for the filesystem's shell tests (tests/fs_*.sh).
+ *
+ * A shell says "Operation not permitted" or only exits 1; the contract names
+ * errnos and the step where they must appear (EINVAL at write() for a number
+ * that can never parse, at close() for one that might have).  fs_op prints
+ * exactly one line: "ok" (or the value read, for getxattr/ino), or
+ * "STEP ERRNO" such as "write EINVAL" or "close EINVAL", and exits 0 for ok,
+ * 1 otherwise.  It is a test helper built by `make check`, not a test.
+ *
+ *   fs_op write PATH TEXT           open(O_WRONLY|O_CREAT|O_TRUNC), write, close
+ *   fs_op append PATH TEXT          open(O_WRONLY|O_APPEND), write, close
+ *   fs_op pwrite PATH OFFSET TEXT   open(O_WRONLY), pwrite at OFFSET, close
+ *   fs_op fsync PATH TEXT           like write, with fsync before close
+ *   fs_op create PATH               open(O_WRONLY|O_CREAT|O_EXCL), close
+ *   fs_op truncate PATH LENGTH      truncate(2)
+ *   fs_op mkdir PATH | rmdir PATH | unlink PATH | mkfifo PATH | mknod PATH
+ *   fs_op symlink TARGET PATH | link OLD NEW
+ *   fs_op rename OLD NEW [noreplace|exchange]     renameat2(2)
+ *   fs_op setxattr PATH NAME VALUE | getxattr PATH NAME | removexattr PATH NAME
+ *   fs_op chmod PATH OCTAL | chown PATH (to the caller's own uid and gid)
+ *   fs_op utimens PATH SECONDS      atime and mtime to SECONDS
+ *   fs_op ino PATH                  st_ino
+ *   fs_op dirino DIR NAME           d_ino of NAME in readdir(DIR)
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1 << 0)
+#endif
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE (1 << 1)
+#endif
+
+static const struct { int e; const char *name; } errnames[] = {
+	{ EPERM, "EPERM" }, { ENOENT, "ENOENT" }, { EIO, "EIO" }, { EBADF, "EBADF" },
+	{ EACCES, "EACCES" }, { EEXIST, "EEXIST" }, { EXDEV, "EXDEV" },
+	{ ENOTDIR, "ENOTDIR" }, { EISDIR, "EISDIR" }, { EINVAL, "EINVAL" },
+	{ EFBIG, "EFBIG" }, { ENOSPC, "ENOSPC" }, { EROFS, "EROFS" }, { EMLINK, "EMLINK" },
+	{ ERANGE, "ERANGE" }, { ENAMETOOLONG, "ENAMETOOLONG" }, { ENOSYS, "ENOSYS" },
+	{ ENOTEMPTY, "ENOTEMPTY" }, { ENODATA, "ENODATA" }, { ENOTSUP, "ENOTSUP" },
+	{ ENOTCONN, "ENOTCONN" }, { EBUSY, "EBUSY" }, { EMFILE, "EMFILE" },
+	{ E2BIG, "E2BIG" }, { ENXIO, "ENXIO" }, { ESTALE, "ESTALE" },
+};
+
+static int fail(const char *step)
+{
+	int e = errno;
+	size_t i;
+
+	for (i = 0; i < sizeof(errnames) / sizeof(errnames[0]); i++) {
+		if (errnames[i].e == e) {
+			printf("%s %s\n", step, errnames[i].name);
+			return 1;
+		}
+	}
+	printf("%s errno%d\n", step, e);
+	return 1;
+}
+
+static int done(void)
+{
+	printf("ok\n");
+	return 0;
+}
+
+static int write_all(int fd, const char *p, size_t n, off_t off, int at)
+{
+	while (n > 0) {
+		ssize_t w = at ? pwrite(fd, p, n, off) : write(fd, p, n);
+
+		if (w < 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+		off += w;
+	}
+	return 0;
+}
+
+/* open PATH with FLAGS, write TEXT (at OFFSET if AT), optionally fsync, close */
+static int op_write(const char *path, int flags, const char *text, off_t off, int at, int sync)
+{
+	int fd = open(path, flags, 0644);
+
+	if (fd < 0)
+		return fail("open");
+	if (write_all(fd, text, strlen(text), off, at) < 0) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return fail("write");
+	}
+	if (sync && fsync(fd) < 0) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return fail("fsync");
+	}
+	if (close(fd) < 0)
+		return fail("close");
+	return done();
+}
+
+static int op_dirino(const char *dir, const char *name)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+
+	if (!d)
+		return fail("opendir");
+	errno = 0;
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, name) == 0) {
+			printf("%llu\n", (unsigned long long)de->d_ino);
+			closedir(d);
+			return 0;
+		}
+	}
+	if (errno)
+		return fail("readdir");
+	closedir(d);
+	errno = ENOENT;
+	return fail("readdir");
+}
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: fs_op OPERATION ARGS... (see tests/fs_op.c)\n");
+	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	const char *op;
+
+	if (argc < 3)
+		return usage();
+	op = argv[1];
+	setvbuf(stdout, NULL, _IOLBF, 0);
+
+	if (strcmp(op, "write") == 0 && argc == 4)
+		return op_write(argv[2], O_WRONLY | O_CREAT | O_TRUNC, argv[3], 0, 0, 0);
+	if (strcmp(op, "fsync") == 0 && argc == 4)
+		return op_write(argv[2], O_WRONLY | O_CREAT | O_TRUNC, argv[3], 0, 0, 1);
+	if (strcmp(op, "append") == 0 && argc == 4)
+		return op_write(argv[2], O_WRONLY | O_APPEND, argv[3], 0, 0, 0);
+	if (strcmp(op, "pwrite") == 0 && argc == 5)
+		return op_write(argv[2], O_WRONLY, argv[4], (off_t)strtoll(argv[3], NULL, 10), 1, 0);
+	if (strcmp(op, "create") == 0 && argc == 3)
+		return op_write(argv[2], O_WRONLY | O_CREAT | O_EXCL, "", 0, 0, 0);
+	if (strcmp(op, "truncate") == 0 && argc == 4)
+		return truncate(argv[2], (off_t)strtoll(argv[3], NULL, 10)) ? fail("truncate") : done();
+	if (strcmp(op, "mkdir") == 0 && argc == 3)
+		return mkdir(argv[2], 0755) ? fail("mkdir") : done();
+	if (strcmp(op, "rmdir") == 0 && argc == 3)
+		return rmdir(argv[2]) ? fail("rmdir") : done();
+	if (strcmp(op, "unlink") == 0 && argc == 3)
+		return unlink(argv[2]) ? fail("unlink") : done();
+	if (strcmp(op, "mkfifo") == 0 && argc == 3)
+		return mkfifo(argv[2], 0644) ? fail("mkfifo") : done();
+	if (strcmp(op, "mknod") == 0 && argc == 3)
+		return mknod(argv[2], S_IFCHR | 0644, makedev(1, 3)) ? fail("mknod") : done();
+	if (strcmp(op, "symlink") == 0 && argc == 4)
+		return symlink(argv[2], argv[3]) ? fail("symlink") : done();
+	if (strcmp(op, "link") == 0 && argc == 4)
+		return link(argv[2], argv[3]) ? fail("link") : done();
+	if (strcmp(op, "rename") == 0 && (argc == 4 || argc == 5)) {
+		unsigned flags = 0;
+
+		if (argc == 5 && strcmp(argv[4], "noreplace") == 0)
+			flags = RENAME_NOREPLACE;
+		else if (argc == 5 && strcmp(argv[4], "exchange") == 0)
+			flags = RENAME_EXCHANGE;
+		else if (argc == 5)
+			return usage();
+		if (syscall(SYS_renameat2, AT_FDCWD, argv[2], AT_FDCWD, argv[3], flags) != 0)
+			return fail("rename");
+		return done();
+	}
+	if (strcmp(op, "setxattr") == 0 && argc == 5)
+		return setxattr(argv[2], argv[3], argv[4], strlen(argv[4]), 0) ? fail("setxattr") : done();
+	if (strcmp(op, "removexattr") == 0 && argc == 4)
+		return removexattr(argv[2], argv[3]) ? fail("removexattr") : done();
+	if (strcmp(op, "getxattr") == 0 && argc == 4) {
+		char buf[256];
+		ssize_t n = getxattr(argv[2], argv[3], buf, sizeof(buf) - 1);
+
+		if (n < 0)
+			return fail("getxattr");
+		buf[n] = '\0';
+		printf("%s\n", buf);
+		return 0;
+	}
+	if (strcmp(op, "chmod") == 0 && argc == 4)
+		return chmod(argv[2], (mode_t)strtol(argv[3], NULL, 8)) ? fail("chmod") : done();
+	if (strcmp(op, "chown") == 0 && argc == 3)
+		return chown(argv[2], getuid(), getgid()) ? fail("chown") : done();
+	if (strcmp(op, "utimens") == 0 && argc == 4) {
+		struct timespec ts[2];
+
+		ts[0].tv_sec = ts[1].tv_sec = (time_t)strtoll(argv[3], NULL, 10);
+		ts[0].tv_nsec = ts[1].tv_nsec = 0;
+		return utimensat(AT_FDCWD, argv[2], ts, 0) ? fail("utimens") : done();
+	}
+	if (strcmp(op, "ino") == 0 && argc == 3) {
+		struct stat st;
+
+		if (stat(argv[2], &st) != 0)
+			return fail("stat");
+		printf("%llu\n", (unsigned long long)st.st_ino);
+		return 0;
+	}
+	if (strcmp(op, "dirino") == 0 && argc == 4)
+		return op_dirino(argv[2], argv[3]);
+	return usage();
+}
