@@ -279,6 +279,47 @@ int tbl_check_and_mutate(struct tbl_db *db, const char *table, const void *row, 
 			 const struct tbl_mutation *otherwise, size_t n_otherwise,
 			 int *matched, unsigned flags);
 
+/*
+ * Move a cell -- every visible version, with its timestamp, type and value
+ * -- to another qualifier of the same row, in the same family or another
+ * (of any locality group), replacing the target cell (all its versions)
+ * unless rename_flags say otherwise:
+ *   TBL_RENAME_NOREPLACE  -EEXIST if the target has a visible version
+ *   TBL_RENAME_EXCHANGE   swap the two cells; -ENOENT if the target has none
+ * Atomic: one kv batch under the row lock, so no reader sees the cell in
+ * both places or in neither.  -ENOENT if the source has no visible version;
+ * a cell renamed onto itself is left alone (0; -EEXIST with no-replace).
+ * The versions moved keep their timestamps, so the target family's GC
+ * policy (max_versions, ttl) applies to them as to any of its versions;
+ * versions GC already hides are not moved, and go with the source.  flags:
+ * TBL_SYNC.  -EINVAL for unknown rename flags or both of them.  Cost: one
+ * seek and a step per version in each of the two columns; each version's
+ * value is copied once (into the batch, then the log).
+ */
+#define TBL_RENAME_NOREPLACE 1u
+#define TBL_RENAME_EXCHANGE  2u
+int tbl_rename_cell(struct tbl_db *db, const char *table, const void *row, size_t row_len,
+		    const char *from_family, const void *from_q, size_t from_len,
+		    const char *to_family, const void *to_q, size_t to_len,
+		    unsigned rename_flags, unsigned flags);
+
+/*
+ * Change the type of a cell's newest visible version (with
+ * TBL_CONVERT_ALL_VERSIONS, of every visible version), in place: each is
+ * converted by cell_convert's rules and written again with its own
+ * timestamp; a version already of that type is left as it is.  -EINVAL,
+ * and nothing changed, if any of them does not convert (the message names
+ * the version and its value) or `to` is not a type; -ENOENT if the cell has
+ * no visible version; -EFBIG if a result exceeds the value limit.  Older
+ * versions not converted keep their types.  Atomic: one batch under the row
+ * lock.  flags: TBL_SYNC.  Cost: one seek and a step per visible version,
+ * each value copied and converted once.
+ */
+#define TBL_CONVERT_ALL_VERSIONS 1u
+int tbl_convert_cell(struct tbl_db *db, const char *table, const void *row, size_t row_len,
+		     const char *family, const void *qualifier, size_t qualifier_len,
+		     enum cell_type to, unsigned convert_flags, unsigned flags);
+
 /* One row's mutations, for tbl_write_rows. */
 struct tbl_row_mutations {
 	const void *row;
@@ -384,6 +425,11 @@ void tbl_scan_free(struct tbl_scan *s);
  * that may hold the key, a bloom-filtered block read, cached or not);
  * "visible" is as for every read: a version that GC (max_versions, ttl, a
  * dropped family) would remove is never seen, compacted or not.
+ * Measured on a compacted table of 20,000 rows x 4 families (one in its own
+ * locality group) x 5 qualifiers x 5 versions of 1000 bytes, blocks read
+ * per call: tbl_stat_cell and tbl_get_cell 1 (newest or by timestamp),
+ * tbl_row_exists 1, tbl_row_has_family 1, tbl_row_families 4, a family's
+ * 5 qualifiers listed 2.25 -- against 4.75 for tbl_get_row of one column.
  */
 
 /* A cell version's metadata. */

@@ -7,18 +7,22 @@
  * every position), exact resumption of row scans (start_exclusive), the
  * schema generation and table/family ids (never reused, also across a
  * reopen), tbl_sync (a power cut keeps what was synced after the fact),
- * and the validators.
+ * tbl_rename_cell (plain, over a cell, no-replace, exchange, across
+ * families and groups, GC, atomic for readers at snapshots),
+ * tbl_convert_cell, and the validators.
  *
  * GC visibility is tested with versions written far in the past for a
  * family with a ttl (they are invisible at once) and with max_versions.
  *
- * SMOLFS_TEST_SCALE scales the long listing (default 1.0: 20,000 qualifiers).
+ * SMOLFS_TEST_SCALE scales the long listing (default 1.0: 20,000 qualifiers)
+ * and the renames raced by a reader (2 x 500).
  */
 #include "tap.h"
 #include "table_int.h"
 #include "env.h"
 
 #include <ftw.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -665,6 +669,237 @@ static void test_columns(void)
 	resume_is_exact("big", "f", 0, 997);
 }
 
+/* ------------------------------------------------------------ rename and convert */
+
+/* Every visible version of a column as "ts=text,..." ("error N"), in a static buffer. */
+static const char *versions_of(const char *row, const char *family, const char *q)
+{
+	static char out[1024];
+	struct tbl_columns *c;
+	const struct tbl_column *col;
+	int r;
+
+	out[0] = 0;
+	r = tbl_columns_new(db, NULL, "m", row, strlen(row), family, NULL, 0, 0,
+			    TBL_COLUMNS_VERSIONS, &c);
+	if (r) {
+		snprintf(out, sizeof(out), "error %d", r);
+		return out;
+	}
+	while ((r = tbl_columns_next(c, &col)) == 1) {
+		char text[256], *e = out + strlen(out);
+
+		if (col->qualifier_len != strlen(q) || memcmp(col->qualifier, q, strlen(q)))
+			continue;
+		snprintf(text, sizeof(text), "%s", get_text(NULL, "m", row, family, q, col->ts));
+		if (text[0] && text[strlen(text) - 1] == '\n')
+			text[strlen(text) - 1] = 0;
+		snprintf(e, sizeof(out) - (size_t)(e - out), "%s%llu=%s:%s", out[0] ? "," : "",
+			 (unsigned long long)col->ts, cell_type_name(col->type), text);
+	}
+	tbl_columns_free(c);
+	if (r < 0)
+		snprintf(out, sizeof(out), "error %d", r);
+	return out;
+}
+
+static int rename_cell(const char *row, const char *ff, const char *fq, const char *tf,
+		       const char *tq, unsigned rflags)
+{
+	return tbl_rename_cell(db, "m", row, strlen(row), ff, fq, strlen(fq), tf, tq, strlen(tq),
+			       rflags, 0);
+}
+
+struct flipper {
+	long rounds;
+	int stop;
+	long bad, seen;
+};
+
+/* Readers: at any snapshot the cell is in exactly one of its two places. */
+static void *flip_reader(void *arg)
+{
+	struct flipper *fl = arg;
+
+	while (!__atomic_load_n(&fl->stop, __ATOMIC_ACQUIRE)) {
+		const struct tbl_snapshot *snap = tbl_snapshot_new(db);
+		struct tbl_cell_stat st;
+		int a = tbl_stat_cell(db, snap, "m", "flip", 4, "f", "a", 1, TBL_TS_NEWEST, &st);
+		int b = tbl_stat_cell(db, snap, "m", "flip", 4, "g", "b", 1, TBL_TS_NEWEST, &st);
+
+		if ((a == 0) == (b == 0))
+			fl->bad++;
+		fl->seen++;
+		tbl_snapshot_release(db, snap);
+	}
+	return NULL;
+}
+
+static void test_rename(void)
+{
+	uint64_t old = now_us() - 3600u * 1000000u;
+
+	diag("tbl_rename_cell");
+	must(tbl_create_table(db, "m"), "create m");
+	add_family(db, "m", "f", 0, 0, NULL);
+	add_family(db, "m", "g", 0, 0, "other");
+	add_family(db, "m", "v2", 2, 0, NULL);
+	add_family(db, "m", "ttl", 0, 60, NULL);
+
+	put("m", "r", "f", "a", 1, CELL_STRING, "a1");
+	put("m", "r", "f", "a", 2, CELL_I64, "2");
+	put("m", "r", "f", "a", 3, CELL_STRING, "a3");
+	is_int(rename_cell("r", "f", "a", "f", "b", 0), 0, "rename f:a to f:b");
+	is_str(versions_of("r", "f", "b"), "3=string:a3,2=i64:2,1=string:a1",
+	       "every version moved, with its timestamp, type and value");
+	is_str(versions_of("r", "f", "a"), "", "and f:a is gone");
+
+	put("m", "r", "f", "c", 5, CELL_STRING, "c5");
+	put("m", "r", "f", "b", 9, CELL_STRING, "b9");
+	is_int(rename_cell("r", "f", "c", "f", "b", 0), 0, "rename f:c over f:b");
+	is_str(versions_of("r", "f", "b"), "5=string:c5",
+	       "the target's versions are all replaced, also those at other timestamps");
+	is_str(versions_of("r", "f", "c"), "", "and f:c is gone");
+
+	put("m", "r", "f", "d", 1, CELL_STRING, "d1");
+	is_int(rename_cell("r", "f", "d", "f", "b", TBL_RENAME_NOREPLACE), -EEXIST,
+	       "no-replace over an existing cell: -EEXIST");
+	is_str(versions_of("r", "f", "d"), "1=string:d1", "and the source is unchanged");
+	is_str(versions_of("r", "f", "b"), "5=string:c5", "and the target too");
+	is_int(rename_cell("r", "f", "d", "f", "e", TBL_RENAME_NOREPLACE), 0,
+	       "no-replace to an absent cell");
+	is_str(versions_of("r", "f", "e"), "1=string:d1", "moves it");
+
+	is_int(rename_cell("r", "f", "b", "f", "e", TBL_RENAME_EXCHANGE), 0, "exchange f:b, f:e");
+	is_str(versions_of("r", "f", "b"), "1=string:d1", "f:b has f:e's versions");
+	is_str(versions_of("r", "f", "e"), "5=string:c5", "f:e has f:b's");
+	is_int(rename_cell("r", "f", "b", "f", "zz", TBL_RENAME_EXCHANGE), -ENOENT,
+	       "exchange with an absent cell: -ENOENT");
+	is_str(versions_of("r", "f", "b"), "1=string:d1", "and nothing changed");
+
+	is_int(rename_cell("r", "f", "e", "g", "e", 0), 0,
+	       "rename across families (another locality group)");
+	is_str(versions_of("r", "g", "e"), "5=string:c5", "g:e holds the cell");
+	is_str(versions_of("r", "f", "e"), "", "f:e does not");
+	is_int(rename_cell("r", "g", "e", "f", "b", TBL_RENAME_EXCHANGE), 0,
+	       "exchange across families");
+	is_str(versions_of("r", "g", "e"), "1=string:d1", "g:e has f:b's versions");
+	is_str(versions_of("r", "f", "b"), "5=string:c5", "and f:b g:e's");
+
+	is_int(rename_cell("r", "f", "b", "f", "b", 0), 0, "a cell renamed onto itself: 0");
+	is_str(versions_of("r", "f", "b"), "5=string:c5", "and unchanged");
+	is_int(rename_cell("r", "f", "b", "f", "b", TBL_RENAME_NOREPLACE), -EEXIST,
+	       "onto itself with no-replace: -EEXIST");
+	is_int(rename_cell("r", "f", "nosuch", "f", "x", 0), -ENOENT, "no source cell: -ENOENT");
+	is_int(rename_cell("r", "f", "b", "nosuch", "x", 0), -ENOENT, "no target family: -ENOENT");
+	is_int(rename_cell("r", "f", "b", "f", "x", 4), -EINVAL, "unknown rename flags: -EINVAL");
+	is_int(rename_cell("r", "f", "b", "f", "x", TBL_RENAME_NOREPLACE | TBL_RENAME_EXCHANGE),
+	       -EINVAL, "no-replace and exchange together: -EINVAL");
+	is_int(tbl_rename_cell(db, "nosuch", "r", 1, "f", "b", 1, "f", "x", 1, 0, 0), -ENOENT,
+	       "no table: -ENOENT");
+	is_int(tbl_rename_cell(db, "m", "r", 1, "f", "b", 1, "f", "x", 1, 0, 8), -EINVAL,
+	       "unknown mutation flags: -EINVAL");
+	is_str(versions_of("r", "f", "b"), "5=string:c5", "after all these errors, unchanged");
+
+	/* GC: only visible versions move */
+	put("m", "r", "v2", "q", 1, CELL_STRING, "1");
+	put("m", "r", "v2", "q", 2, CELL_STRING, "2");
+	put("m", "r", "v2", "q", 3, CELL_STRING, "3");
+	is_int(rename_cell("r", "v2", "q", "f", "q", 0), 0, "rename out of a max_versions 2 family");
+	is_str(versions_of("r", "f", "q"), "3=string:3,2=string:2",
+	       "the version max_versions hid is not moved into an unlimited family");
+	is_int(rename_cell("r", "f", "q", "v2", "q", 0), 0, "and back");
+	is_str(versions_of("r", "v2", "q"), "3=string:3,2=string:2", "the hidden one is gone");
+	put("m", "r", "ttl", "t", old, CELL_STRING, "old");
+	is_int(rename_cell("r", "ttl", "t", "f", "t", 0), -ENOENT,
+	       "a cell past its ttl cannot be renamed: -ENOENT");
+	is_int(tbl_stat_cell(db, NULL, "m", "r", 1, "f", "t", 1, TBL_TS_NEWEST, NULL), -ENOENT,
+	       "and it does not come back in an unlimited family");
+
+	/* many versions: deleted by one range, not one by one */
+	{
+		for (int i = 30; i >= 1; i--) {
+			char v[16];
+
+			snprintf(v, sizeof(v), "%d", i);
+			put("m", "many", "f", "q", (uint64_t)i, CELL_STRING, v);
+			put("m", "many", "v2", "q", (uint64_t)i, CELL_STRING, v);
+		}
+		is_int(rename_cell("many", "f", "q", "f", "r", 0), 0, "rename a cell of 30 versions");
+		ok(strlen(versions_of("many", "f", "r")) > 200 &&
+		   strncmp(versions_of("many", "f", "r"), "30=string:30,29=string:29,", 26) == 0,
+		   "all 30 moved: %.40s...", versions_of("many", "f", "r"));
+		is_str(versions_of("many", "f", "q"), "", "none left behind");
+		is_int(rename_cell("many", "v2", "q", "f", "q", 0), 0,
+		       "rename a max_versions 2 cell with 28 hidden versions");
+		is_str(versions_of("many", "f", "q"), "30=string:30,29=string:29", "two moved");
+		is_int(rename_cell("many", "f", "q", "v2", "q", 0), 0, "and back");
+		is_str(versions_of("many", "v2", "q"), "30=string:30,29=string:29",
+		       "the 28 hidden ones were deleted, not shown again");
+	}
+
+	/* atomic: readers at snapshots see the cell in exactly one place */
+	{
+		struct flipper fl = { .rounds = scaled(500, 50) };
+		pthread_t th;
+		long i;
+		int fails = 0;
+
+		put("m", "flip", "f", "a", 1, CELL_STRING, "x");
+		pthread_create(&th, NULL, flip_reader, &fl);
+		for (i = 0; i < fl.rounds; i++) {
+			fails += tbl_rename_cell(db, "m", "flip", 4, "f", "a", 1, "g", "b", 1, 0, 0)
+				 != 0;
+			fails += tbl_rename_cell(db, "m", "flip", 4, "g", "b", 1, "f", "a", 1, 0, 0)
+				 != 0;
+		}
+		__atomic_store_n(&fl.stop, 1, __ATOMIC_RELEASE);
+		pthread_join(th, NULL);
+		is_int(fails, 0, "%ld renames back and forth across groups", 2 * fl.rounds);
+		is_int(fl.bad, 0, "a reader at a snapshot never saw the cell in both places or "
+		       "neither (%ld reads)", fl.seen);
+	}
+}
+
+static int convert(const char *row, const char *q, enum cell_type to, unsigned cflags)
+{
+	return tbl_convert_cell(db, "m", row, strlen(row), "f", q, strlen(q), to, cflags, 0);
+}
+
+static void test_convert(void)
+{
+	diag("tbl_convert_cell");
+	put("m", "cv", "f", "n", 1, CELL_STRING, "abc");
+	put("m", "cv", "f", "n", 2, CELL_STRING, " 42\n");
+	is_int(convert("cv", "n", CELL_I64, 0), 0, "convert the newest version to i64");
+	is_str(versions_of("cv", "f", "n"), "2=i64:42,1=string:abc",
+	       "the newest is i64 42 at its timestamp; the older keeps its type");
+	is_int(convert("cv", "n", CELL_I64, TBL_CONVERT_ALL_VERSIONS), -EINVAL,
+	       "converting every version when one does not convert: -EINVAL");
+	ok(strstr(kv_strerror(-EINVAL), "abc") != NULL, "the message names the value: %s",
+	   kv_strerror(-EINVAL));
+	is_str(versions_of("cv", "f", "n"), "2=i64:42,1=string:abc", "and nothing changed");
+	is_int(convert("cv", "n", CELL_STRING, TBL_CONVERT_ALL_VERSIONS), 0,
+	       "every version to string");
+	is_str(versions_of("cv", "f", "n"), "2=string:42,1=string:abc", "both strings now");
+	is_int(convert("cv", "n", CELL_BYTES, 0), 0, "to bytes");
+	is_str(versions_of("cv", "f", "n"), "2=bytes:42,1=string:abc",
+	       "bytes render without a newline");
+
+	put("m", "cv", "f", "x", 7, CELL_F64, "0.1");
+	is_int(convert("cv", "x", CELL_F32, 0), 0, "f64 0.1 to f32");
+	is_str(versions_of("cv", "f", "x"), "7=f32:0.1", "stays 0.1");
+	is_int(convert("cv", "x", CELL_BOOLEAN, 0), -EINVAL, "0.1 to boolean: -EINVAL");
+	is_int(convert("cv", "x", CELL_F32, 0), 0, "to its own type: 0");
+	is_str(versions_of("cv", "f", "x"), "7=f32:0.1", "unchanged");
+	is_int(convert("cv", "nosuch", CELL_I64, 0), -ENOENT, "no cell: -ENOENT");
+	is_int(convert("cv", "x", (enum cell_type)0, 0), -EINVAL, "type 0: -EINVAL");
+	is_int(convert("cv", "x", (enum cell_type)9, 0), -EINVAL, "type 9: -EINVAL");
+	is_int(convert("cv", "x", CELL_I64, 2), -EINVAL, "unknown flags: -EINVAL");
+	is_int(tbl_convert_cell(db, "m", "cv", 2, "nosuch", "x", 1, CELL_I64, 0, 0), -ENOENT,
+	       "no family: -ENOENT");
+}
+
 /* ------------------------------------------------------------ scans resumed exactly */
 
 static char *scan_keys(const char *table, const void *start, size_t start_len, int excl,
@@ -915,13 +1150,15 @@ static void test_validators(void)
 
 int main(void)
 {
-	plan(215);
+	plan(281);
 	make_tmpdir();
 	db = open_db("db", NULL);
 	test_cells();
 	test_rows();
 	test_columns();
 	test_start_exclusive();
+	test_rename();
+	test_convert();
 	test_ids();
 	test_sync();
 	test_validators();

@@ -61,6 +61,7 @@
 #include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 /* Room for a row key, qualifier or text shown in an error message. */
 #define SHOW_MAX 48
@@ -946,5 +947,352 @@ out:
 	end(&c, mu);
 	buf_free(&old);
 	buf_free(&text);
+	return r;
+}
+
+/* ------------------------------------------------------------ rename and convert */
+
+/*
+ * Versions of one column, newest first, read under the row lock (so nothing
+ * changes them before the batch that replaces them is written): the
+ * timestamps of the stored ones (up to STORED_MAX of them; more sets
+ * `many`), and the stored values (tag byte and payload, copied) of the
+ * first n, the visible ones.
+ */
+#define STORED_MAX 16
+
+struct colvers {
+	uint64_t *ts;
+	size_t *off, *len;            /* of each visible value in vals */
+	struct buf vals;
+	size_t n, nstored, cap;
+	int many;                     /* more than STORED_MAX stored versions */
+};
+
+static void colvers_free(struct colvers *v)
+{
+	free(v->ts);
+	free(v->off);
+	free(v->len);
+	buf_free(&v->vals);
+	memset(v, 0, sizeof(*v));
+}
+
+static struct slice colvers_value(const struct colvers *v, size_t i)
+{
+	return slice_make(v->vals.data + v->off[i], v->len[i]);
+}
+
+/* Read the versions of column f:q of the row into *v (emptied first). */
+static int read_versions(struct mut *c, struct tsch_family *f, struct slice q,
+			 struct colvers *v)
+{
+	struct buf lower = BUF_INIT, upper = BUF_INIT, scratch = BUF_INIT;
+	struct kv_read_options ro;
+	struct kv_iter *it;
+	uint64_t now = tsch_wall();
+	int r = 0, has, hidden = 0;
+
+	memset(v, 0, sizeof(*v));
+	tkey_column_prefix(&lower, c->t->id, c->row, f->id, q);
+	has = tkey_successor(&upper, buf_slice(&lower));
+	assert(has);
+	(void)has;
+	memset(&ro, 0, sizeof(ro));
+	ro.tree = tsch_group_tree(f->group);
+	ro.lower = lower.data;
+	ro.lower_len = lower.len;
+	ro.upper = upper.data;
+	ro.upper_len = upper.len;
+	it = kv_iter_new(c->db->kv, &ro);
+	for (kv_iter_seek(it, lower.data, lower.len); kv_iter_valid(it); kv_iter_next(it)) {
+		size_t klen, vlen;
+		const void *key = kv_iter_key(it, &klen), *val;
+		struct tkey k;
+
+		r = tkey_decode(slice_make(key, klen), &k, &scratch);
+		if (r)
+			break;
+		/* once one is not visible, no older one is */
+		if (!hidden && !tsch_gc_keeps(f, k.ts, (uint32_t)v->n, now))
+			hidden = 1;
+		if (hidden && v->nstored == STORED_MAX) {
+			v->many = 1;   /* the rest are only ever deleted by range */
+			break;
+		}
+		if (v->nstored == v->cap) {
+			v->cap = v->cap ? 2 * v->cap : 8;
+			v->ts = xrealloc(v->ts, v->cap * sizeof(*v->ts));
+			v->off = xrealloc(v->off, v->cap * sizeof(*v->off));
+			v->len = xrealloc(v->len, v->cap * sizeof(*v->len));
+		}
+		v->ts[v->nstored++] = k.ts;
+		if (hidden)
+			continue;
+		val = kv_iter_value(it, &vlen);
+		v->off[v->n] = v->vals.len;
+		v->len[v->n] = vlen;
+		buf_append(&v->vals, val, vlen);
+		v->n++;
+		if (v->nstored > STORED_MAX)
+			v->many = 1;
+	}
+	if (r == 0)
+		r = kv_iter_status(it);
+	if (r < 0) {
+		char qt[SHOW_BUF];
+
+		r = in_context(r, "table %s, row \"%s\", column %s:%s: reading its versions",
+			       c->t->name, c->row_text, f->name, show(qt, q));
+		colvers_free(v);
+	}
+	kv_iter_free(it);
+	buf_free(&lower);
+	buf_free(&upper);
+	buf_free(&scratch);
+	return r;
+}
+
+/*
+ * Add to b the deletion of every stored version of column f:q, whose
+ * versions v holds: a point delete per version when there are few (a range
+ * tombstone costs every later read of the tree something until compaction
+ * removes it), else one range delete of the column.  Nothing if the column
+ * stores nothing.
+ */
+static int add_delete_column(struct mut *c, struct kv_batch *b, struct tsch_family *f,
+			     struct slice q, const struct colvers *v)
+{
+	int r = 0;
+
+	if (v->many) {
+		buf_clear(&c->key);
+		tkey_column_prefix(&c->key, c->t->id, c->row, f->id, q);
+		end_after_prefix(c);
+		return add_range(c, b, tsch_group_tree(f->group));
+	}
+	for (size_t i = 0; i < v->nstored && r == 0; i++) {
+		buf_clear(&c->key);
+		tkey_encode(&c->key, c->t->id, c->row, f->id, q, v->ts[i]);
+		r = add_delete(c, b, tsch_group_tree(f->group));
+	}
+	return r;
+}
+
+/* Add puts of the visible versions of v, with their timestamps and stored values, as f:q. */
+static int add_versions(struct mut *c, struct kv_batch *b, struct tsch_family *f,
+			struct slice q, const struct colvers *v)
+{
+	for (size_t i = 0; i < v->n; i++) {
+		struct slice val = colvers_value(v, i);
+		int r;
+
+		buf_clear(&c->key);
+		tkey_encode(&c->key, c->t->id, c->row, f->id, q, v->ts[i]);
+		r = batch_err(c, kv_batch_put_tree(b, tsch_group_tree(f->group), c->key.data,
+						   c->key.len, val.data, val.len));
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+/*
+ * One batch, under the row lock: the deletion of every stored version of
+ * the target column and of the source column (hidden ones too, so that GC
+ * never shows them again), then the source's visible versions put under
+ * the target's key and, for an exchange, the target's under the source's.
+ * Every mutation of a batch has its own sequence number in this order, so
+ * the puts are newer than the deletes before them, and the deletes cover
+ * only their own column (source and target differ here).  Stored values
+ * are copied as they are: their type tags travel with them.
+ */
+int tbl_rename_cell(struct tbl_db *db, const char *table, const void *row, size_t row_len,
+		    const char *from_family, const void *from_q, size_t from_len,
+		    const char *to_family, const void *to_q, size_t to_len,
+		    unsigned rename_flags, unsigned flags)
+{
+	struct slice fq = slice_make(from_q, from_len), tq = slice_make(to_q, to_len);
+	struct colvers src = { 0 }, dst = { 0 };
+	struct tsch_family *ff, *tf;
+	struct kv_batch *b = NULL;
+	pthread_mutex_t *mu;
+	char qt[SHOW_BUF], qt2[SHOW_BUF];
+	int exchange = (rename_flags & TBL_RENAME_EXCHANGE) != 0;
+	struct mut c;
+	int r;
+
+	r = begin(&c, db, table, slice_make(row, row_len), flags, &mu);
+	if (r)
+		return r;
+	if ((rename_flags & ~(TBL_RENAME_NOREPLACE | TBL_RENAME_EXCHANGE)) ||
+	    rename_flags == (TBL_RENAME_NOREPLACE | TBL_RENAME_EXCHANGE)) {
+		r = KV_ERROR(-EINVAL, "table %s, row \"%s\": rename flags %#x: unknown, or both "
+			     "no-replace and exchange", c.t->name, c.row_text, rename_flags);
+		goto out;
+	}
+	r = rmw_column(&c, from_family, fq, &ff);
+	if (r == 0)
+		r = rmw_column(&c, to_family, tq, &tf);
+	if (r)
+		goto out;
+	r = read_versions(&c, ff, fq, &src);
+	if (r)
+		goto out;
+	if (src.n == 0) {
+		r = KV_ERROR(-ENOENT, "table %s, row \"%s\", column %s:%s: no such cell to rename",
+			     c.t->name, c.row_text, ff->name, show(qt, fq));
+		goto out;
+	}
+	if (ff == tf && slice_eq(fq, tq)) {
+		/* rename(2) of a file onto itself: nothing to do (it exists, so no-replace fails) */
+		if (rename_flags & TBL_RENAME_NOREPLACE)
+			r = KV_ERROR(-EEXIST, "table %s, row \"%s\", column %s:%s: renaming a cell "
+				     "onto itself without replacing", c.t->name, c.row_text,
+				     ff->name, show(qt, fq));
+		goto out;
+	}
+	r = read_versions(&c, tf, tq, &dst);
+	if (r)
+		goto out;
+	if ((rename_flags & TBL_RENAME_NOREPLACE) && dst.n) {
+		r = KV_ERROR(-EEXIST, "table %s, row \"%s\", column %s:%s: exists (renaming %s:%s "
+			     "without replacing)", c.t->name, c.row_text, tf->name, show(qt, tq),
+			     ff->name, show(qt2, fq));
+		goto out;
+	}
+	if (exchange && !dst.n) {
+		r = KV_ERROR(-ENOENT, "table %s, row \"%s\", column %s:%s: no such cell to "
+			     "exchange with %s:%s", c.t->name, c.row_text, tf->name, show(qt, tq),
+			     ff->name, show(qt2, fq));
+		goto out;
+	}
+	b = kv_batch_new();
+	r = add_delete_column(&c, b, tf, tq, &dst);
+	if (r == 0)
+		r = add_delete_column(&c, b, ff, fq, &src);
+	if (r == 0)
+		r = add_versions(&c, b, tf, tq, &src);
+	if (r == 0 && exchange)
+		r = add_versions(&c, b, ff, fq, &dst);
+	if (r == 0) {
+		r = kv_write(db->kv, b, (flags & TBL_SYNC) ? KV_SYNC : 0);
+		if (r)
+			r = in_context(r, "table %s, row \"%s\": renaming %s:%s to %s:%s", c.t->name,
+				       c.row_text, ff->name, show(qt, fq), tf->name, show(qt2, tq));
+	}
+out:
+	kv_batch_free(b);
+	colvers_free(&src);
+	colvers_free(&dst);
+	end(&c, mu);
+	return r;
+}
+
+/*
+ * Each version converted is written again under its own key (same
+ * timestamp), which replaces it: one batch, under the row lock.  All are
+ * converted before anything is added, so a refusal leaves the cell as it
+ * was.  A version already of type `to` is not rewritten.
+ */
+int tbl_convert_cell(struct tbl_db *db, const char *table, const void *row, size_t row_len,
+		     const char *family, const void *qualifier, size_t qualifier_len,
+		     enum cell_type to, unsigned convert_flags, unsigned flags)
+{
+	struct slice q = slice_make(qualifier, qualifier_len);
+	struct buf scratch = BUF_INIT, enc = BUF_INIT, text = BUF_INIT;
+	struct colvers v = { 0 };
+	struct kv_batch *b = NULL;
+	struct tsch_family *f;
+	pthread_mutex_t *mu;
+	char qt[SHOW_BUF], vt[SHOW_BUF];
+	size_t n, *eoff = NULL, *elen = NULL;
+	struct mut c;
+	int r;
+
+	r = begin(&c, db, table, slice_make(row, row_len), flags, &mu);
+	if (r)
+		return r;
+	if (convert_flags & ~TBL_CONVERT_ALL_VERSIONS) {
+		r = KV_ERROR(-EINVAL, "table %s, row \"%s\": unknown conversion flags %#x",
+			     c.t->name, c.row_text, convert_flags & ~TBL_CONVERT_ALL_VERSIONS);
+		goto out;
+	}
+	r = rmw_column(&c, family, q, &f);
+	if (r)
+		goto out;
+	if (!cell_type_name(to)) {
+		r = KV_ERROR(-EINVAL, "table %s, row \"%s\", column %s:%s: invalid cell type %d",
+			     c.t->name, c.row_text, f->name, show(qt, q), (int)to);
+		goto out;
+	}
+	r = read_versions(&c, f, q, &v);
+	if (r)
+		goto out;
+	if (v.n == 0) {
+		r = KV_ERROR(-ENOENT, "table %s, row \"%s\", column %s:%s: no such cell to convert",
+			     c.t->name, c.row_text, f->name, show(qt, q));
+		goto out;
+	}
+	n = (convert_flags & TBL_CONVERT_ALL_VERSIONS) ? v.n : 1;
+	eoff = xcalloc(n, sizeof(*eoff));
+	elen = xcalloc(n, sizeof(*elen));
+	/* first convert every version: nothing is added unless all convert */
+	for (size_t i = 0; i < n; i++) {
+		struct cell_value in, out;
+
+		if (cell_decode(colvers_value(&v, i), &in) < 0) {
+			r = in_context(-EUCLEAN, "table %s, row \"%s\", column %s:%s, version %llu",
+				       c.t->name, c.row_text, f->name, show(qt, q),
+				       (unsigned long long)v.ts[i]);
+			goto out;
+		}
+		if (in.type == to) {
+			elen[i] = SIZE_MAX;   /* unchanged: not rewritten */
+			continue;
+		}
+		if (cell_convert(&in, to, &out, &scratch) < 0) {
+			buf_clear(&text);
+			cell_render(&text, &in);
+			if (in.type != CELL_BYTES && text.len)
+				text.len--;
+			r = KV_ERROR(-EINVAL, "table %s, row \"%s\", column %s:%s: version %llu, %s "
+				     "\"%s\", does not convert to %s; nothing changed", c.t->name,
+				     c.row_text, f->name, show(qt, q), (unsigned long long)v.ts[i],
+				     cell_type_name(in.type), show(vt, buf_slice(&text)),
+				     cell_type_name(to));
+			goto out;
+		}
+		r = encode_value(&c, f, q, &out);
+		if (r)
+			goto out;
+		eoff[i] = enc.len;
+		elen[i] = c.val.len;
+		buf_append(&enc, c.val.data, c.val.len);
+	}
+	b = kv_batch_new();
+	for (size_t i = 0; i < n && r == 0; i++) {
+		if (elen[i] == SIZE_MAX)
+			continue;
+		buf_clear(&c.key);
+		tkey_encode(&c.key, c.t->id, c.row, f->id, q, v.ts[i]);
+		r = batch_err(&c, kv_batch_put_tree(b, tsch_group_tree(f->group), c.key.data,
+						    c.key.len, enc.data + eoff[i], elen[i]));
+	}
+	if (r == 0 && kv_batch_count(b)) {
+		r = kv_write(db->kv, b, (flags & TBL_SYNC) ? KV_SYNC : 0);
+		if (r)
+			r = in_context(r, "table %s, row \"%s\", column %s:%s: writing the converted "
+				       "value", c.t->name, c.row_text, f->name, show(qt, q));
+	}
+out:
+	kv_batch_free(b);
+	colvers_free(&v);
+	free(eoff);
+	free(elen);
+	buf_free(&scratch);
+	buf_free(&enc);
+	buf_free(&text);
+	end(&c, mu);
 	return r;
 }
