@@ -2991,19 +2991,17 @@ static void report_counters(const struct ctx *c)
 	diag("errors predicted and returned: %s", line);
 }
 
-int main(void)
+/* One run of the model with seed, over share of the scaled number of operations. */
+static void run_model(uint64_t seed, double share)
 {
 	struct ctx *c = xcalloc(1, sizeof(*c));
-	const char *seed_env = getenv("SMOLFS_TEST_SEED");
-	uint64_t seed = seed_env ? strtoull(seed_env, NULL, 0) : DEFAULT_SEED;
-	long nops = (long)(BASE_OPS * test_scale());
+	long nops = (long)(BASE_OPS * test_scale() * share);
 	long block = nops / 10 > 0 ? nops / 10 : 1, block_start = 0;
 	long reopen_every = nops / 20 > 0 ? nops / 20 : 1;
 	long clean_every = nops / 8 > 0 ? nops / 8 : 1;
 	uint64_t t_start = now_micros();
 	size_t versions = 0;
 
-	plan(25);
 	make_tmpdir("tbl_model");
 	c->rs = seed;
 	c->opname = "start";
@@ -3085,6 +3083,8 @@ int main(void)
 	}
 	if (!c->failed && block_start < c->op)
 		ok(1, "operations %ld..%ld agree with the model", block_start, c->op - 1);
+	else if (!c->failed)
+		skip(1, "the last block of operations ended with the run");
 	if (!c->failed && c->db) {
 		c->opname = "final check";
 		full_check(c, "at the end");
@@ -3132,6 +3132,8 @@ int main(void)
 		   "the run flushed (%llu) and compacted (%llu) many times",
 		   (unsigned long long)c->flushes, (unsigned long long)c->compactions);
 		ok(c->reopens >= 3, "the run reopened the database (%d times)", c->reopens);
+	} else if (!c->failed) {
+		skip(10, "a run this short need not reach every kind of operation");
 	}
 	diag("%ld operations, %d reopens, %llu flushes, %llu compactions, %zu versions in the "
 	     "model at the end, %.1f s", c->op, c->reopens, (unsigned long long)c->flushes,
@@ -3140,6 +3142,9 @@ int main(void)
 		diag("repeat with SMOLFS_TEST_SEED=%#llx SMOLFS_TEST_SCALE=%s",
 		     (unsigned long long)seed,
 		     getenv("SMOLFS_TEST_SCALE") ? getenv("SMOLFS_TEST_SCALE") : "1");
+	if (c->failed && share < 1)
+		diag("(this run had %.2g of the operations; a replay with the seed runs all)",
+		     share);
 out:
 	if (c->db)
 		tbl_close(c->db);
@@ -3162,5 +3167,21 @@ out:
 	free(c->dir);
 	free(c);
 	arena_free();
+}
+
+/*
+ * The fixed seed at full length, then a seed drawn for this run over a
+ * quarter of the operations (or SMOLFS_TEST_SEED alone, at full length).
+ */
+#define PLAN_PER_RUN 26   /* the assertions of one run */
+
+int main(void)
+{
+	uint64_t seeds[2];
+	int n = test_seeds(DEFAULT_SEED, seeds);
+
+	plan(n * PLAN_PER_RUN);
+	for (int i = 0; i < n; i++)
+		run_model(seeds[i], i == 0 ? 1.0 : 0.25);
 	return exit_status();
 }
