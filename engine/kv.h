@@ -13,8 +13,9 @@
  *     anything on disk is -EUCLEAN ("structure needs cleaning", as the kernel's
  *     filesystems report it); a record that was never completely written
  *     (the torn tail of a log after a crash) is not corruption.
- *   - After a failure, kv_strerror() gives a sentence for people that names the
- *     file and offset where it applies.  It is kept per thread.
+ *   - After a failure, kv_strerror(err) gives a sentence for people that names
+ *     the file and offset where it applies.  It is kept per thread, with the
+ *     error it explains, until the thread's next call of this API.
  *   - Keys and values are (pointer, length) pairs; lengths may be 0; pointers
  *     are never NULL unless the length is 0.
  *   - Objects are opaque; whoever creates one frees it with the matching call.
@@ -314,7 +315,12 @@ int kv_repair(const char *dir, const struct kv_options *opt,
 /* Remove every file of the database in dir (which must not be open). */
 int kv_destroy(const char *dir, struct kv_env *env);
 
-/* A sentence describing the last error on this thread. */
+/*
+ * A sentence describing err: the one recorded for it if err is what the
+ * calling thread's last call of this API (or of table.h) failed with, else
+ * strerror(-err).  Never a message left over from an earlier call or another
+ * error.  The string is valid until the thread's next call.
+ */
 const char *kv_strerror(int err);
 
 #ifdef __cplusplus

@@ -19,7 +19,7 @@
  * tree under table id 0, which no table uses.
  *
  * Conventions: functions return 0 or a negative errno; after a failure
- * kv_strerror() (kv.h) has a sentence naming the table, family, row or key.
+ * tbl_strerror(err) has a sentence naming the table, family, row or key.
  * Names are NUL-terminated strings; row keys, qualifiers and values are
  * (pointer, length) pairs of arbitrary bytes.  A struct tbl_db may be used
  * by many threads at once; a struct tbl_scan by one at a time.
@@ -66,13 +66,21 @@ struct tbl_snapshot;
  * Validators of names and limits, for front-ends that answer before any I/O:
  * pure functions, no lock, no I/O.  0, -EINVAL (a character not allowed, an
  * empty name, "." or "..", a NULL pointer with a length) or -ENAMETOOLONG
- * (longer than its limit above), with a kv_strerror message.  The calls
+ * (longer than its limit above), with a tbl_strerror message.  The calls
  * that create or take these names apply exactly these rules.
  */
 int tbl_check_table_name(const char *name);
 int tbl_check_family_name(const char *name);   /* also locality group names */
 int tbl_check_row_key(const void *row, size_t len);
 int tbl_check_qualifier(const void *q, size_t len);
+
+/*
+ * The sentence explaining err, if the calling thread's last call of this API
+ * (or of kv.h or cell.h) failed with err and recorded one; otherwise
+ * strerror(-err).  Never a message of an earlier call or of another error.
+ * Valid until the thread's next call.  (The same store as kv_strerror.)
+ */
+const char *tbl_strerror(int err);
 
 struct tbl_options {
 	struct kv_options kv;       /* the engine's settings (kv_options_init) */

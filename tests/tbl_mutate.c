@@ -325,7 +325,7 @@ static uint64_t last_seq(struct tbl_db *d)
 
 static int msg_has(const char *a, const char *b)
 {
-	const char *m = kv_strerror(-EINVAL);
+	const char *m = err_last();   /* whatever the error, the last sentence */
 
 	return strstr(m, a) != NULL && (!b || strstr(m, b) != NULL);
 }

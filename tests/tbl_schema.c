@@ -71,7 +71,7 @@ static void close_db(struct tbl_db *db)
 /* Does the last error message mention s? */
 static int msg_has(const char *s)
 {
-	return strstr(kv_strerror(-1), s) != NULL;
+	return strstr(err_last(), s) != NULL;
 }
 
 static struct tbl_family_settings settings(enum cell_type type, uint32_t maxv, uint64_t ttl,
@@ -1207,6 +1207,67 @@ static void test_now(void)
 	free(dir);
 }
 
+/* ------------------------------------------------------------ error text */
+
+/*
+ * A sentence belongs to its error and to the call that made it: asked about
+ * another error, or after another call, tbl_strerror gives strerror's text,
+ * never a stale sentence.
+ */
+static void test_error_text(void)
+{
+	char *dir = fresh_dir("errtext");
+	struct tbl_db *db = open_db(dir);
+	struct tbl_family_settings s = settings(CELL_I64, 0, 0, "default", 1);
+	struct cell_value v;
+	struct tbl_row *row;
+	struct tbl_read rd;
+	struct kv_db *kv = tbl_kv(db);
+	char *val;
+	size_t vlen;
+
+	is_int(tbl_create_table(db, "t"), 0, "table t is created");
+	is_int(tbl_add_family(db, "t", "n", &s), 0, "with an i64 family");
+	is_int(tbl_table_exists(db, "nosuch"), -ENOENT, "a lookup of a missing table fails");
+	ok(strstr(tbl_strerror(-ENOENT), "nosuch") != NULL,
+	   "and its sentence names the table: %s", tbl_strerror(-ENOENT));
+	ok(strcmp(tbl_strerror(-EINVAL), strerror(EINVAL)) == 0,
+	   "asked about another error, tbl_strerror gives that error's text: %s",
+	   tbl_strerror(-EINVAL));
+	is_int(cell_parse(CELL_I64, slice_str("abc"), &v), -EINVAL,
+	   "then parsing \"abc\" as an i64 fails with -EINVAL");
+	ok(strstr(tbl_strerror(-EINVAL), "no such table") == NULL,
+	   "and its message is not the missing table's: %s", tbl_strerror(-EINVAL));
+
+	is_int(tbl_table_exists(db, "nosuch"), -ENOENT, "a missing table again");
+	is_int(tbl_put_text(db, "t", "r", 1, "n", "q", 1, TBL_TS_NOW, CELL_INVALID, "abc", 3, 0),
+	       -EINVAL, "then a put of \"abc\" into an i64 cell fails with -EINVAL");
+	ok(strstr(tbl_strerror(-EINVAL), "abc") != NULL &&
+	   strstr(tbl_strerror(-EINVAL), "no such table") == NULL,
+	   "and its message is its own: %s", tbl_strerror(-EINVAL));
+
+	is_int(tbl_table_exists(db, "nosuch"), -ENOENT, "a missing table again");
+	memset(&rd, 0, sizeof(rd));
+	is_int(tbl_get_row(db, "t", "absent", 6, &rd, &row), -ENOENT,
+	       "then a read of a missing row fails with the same code, -ENOENT");
+	ok(strstr(tbl_strerror(-ENOENT), "nosuch") == NULL,
+	   "but the earlier call's sentence does not explain it: %s", tbl_strerror(-ENOENT));
+
+	is_int(tbl_table_exists(db, "nosuch"), -ENOENT, "a missing table again");
+	is_int(tbl_create_table(db, "u"), 0, "then a call that succeeds");
+	ok(strcmp(tbl_strerror(-ENOENT), strerror(ENOENT)) == 0,
+	   "and the sentence is gone: %s", tbl_strerror(-ENOENT));
+
+	is_int(tbl_table_exists(db, "nosuch"), -ENOENT, "a missing table again");
+	is_int(kv_get(kv, NULL, "zz", 2, &val, &vlen), -ENOENT,
+	       "then a kv_get of a missing key fails with -ENOENT");
+	ok(strstr(kv_strerror(-ENOENT), "nosuch") == NULL,
+	   "and kv_strerror does not give the table's sentence either: %s",
+	   kv_strerror(-ENOENT));
+	close_db(db);
+	free(dir);
+}
+
 /* ------------------------------------------------------------ schema changes meet compaction */
 
 struct churn_arg {
@@ -1376,6 +1437,7 @@ int main(void)
 	plan(255);
 	make_tmpdir("tbl_schema");
 	test_table_names();
+	test_error_text();
 	test_table_list_and_drop();
 	test_family_names_and_settings();
 	test_persistence();

@@ -36,7 +36,7 @@
 
 static void fail(const char *what, int err)
 {
-	fprintf(stderr, "tombbench: %s: %s\n", what, kv_strerror(err));
+	fprintf(stderr, "tombbench: %s: %s\n", what, tbl_strerror(err));
 	exit(1);
 }
 

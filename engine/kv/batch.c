@@ -125,23 +125,27 @@ static void add(struct kv_batch *b, uint32_t tree, int type, struct slice key,
 
 int kv_batch_put(struct kv_batch *b, const void *key, size_t klen, const void *val, size_t vlen)
 {
+	API_ENTRY();
 	return kv_batch_put_tree(b, NULL, key, klen, val, vlen);
 }
 
 int kv_batch_delete(struct kv_batch *b, const void *key, size_t klen)
 {
+	API_ENTRY();
 	return kv_batch_delete_tree(b, NULL, key, klen);
 }
 
 int kv_batch_delete_range(struct kv_batch *b, const void *start, size_t slen, const void *end,
 			  size_t elen)
 {
+	API_ENTRY();
 	return kv_batch_delete_range_tree(b, NULL, start, slen, end, elen);
 }
 
 int kv_batch_put_tree(struct kv_batch *b, const struct kv_tree *t, const void *key, size_t klen,
 		      const void *val, size_t vlen)
 {
+	API_ENTRY();
 	int r = check_key("key", klen);
 
 	if (r)
@@ -159,6 +163,7 @@ int kv_batch_put_tree(struct kv_batch *b, const struct kv_tree *t, const void *k
 
 int kv_batch_delete_tree(struct kv_batch *b, const struct kv_tree *t, const void *key, size_t klen)
 {
+	API_ENTRY();
 	int r = check_key("key", klen);
 
 	if (r)
@@ -173,6 +178,7 @@ int kv_batch_delete_tree(struct kv_batch *b, const struct kv_tree *t, const void
 int kv_batch_delete_range_tree(struct kv_batch *b, const struct kv_tree *t, const void *start,
 			       size_t slen, const void *end, size_t elen)
 {
+	API_ENTRY();
 	struct slice s = slice_make(start, slen), e = slice_make(end, elen);
 	int r = check_key("range start key", slen);
 

@@ -401,6 +401,7 @@ out:
 
 int kv_open(const char *dir, const struct kv_options *opt, struct kv_db **dbp)
 {
+	API_ENTRY();
 	struct kv_db *db = xcalloc(1, sizeof(*db));
 	char *lock_path = NULL;
 	int r;
@@ -489,6 +490,7 @@ fail:
 
 int kv_close(struct kv_db *db)
 {
+	API_ENTRY();
 	int r;
 
 	if (!db)
@@ -700,6 +702,7 @@ static int sync_committed(struct kv_db *db)
 
 int kv_write(struct kv_db *db, const struct kv_batch *b, unsigned flags)
 {
+	API_ENTRY();
 	struct writer w = { .batch = b, .sync = (flags & KV_SYNC) || db->opt.sync_wal };
 	struct slice recs[64];
 	struct writer *last, *x;
@@ -825,6 +828,7 @@ static void one_write_done(struct kv_batch *sb, struct kv_batch *b)
 int kv_put(struct kv_db *db, const void *key, size_t klen, const void *val, size_t vlen,
 	   unsigned flags)
 {
+	API_ENTRY();
 	char mem[ONE_WRITE_STACK];
 	struct kv_batch sb, *b = one_write_batch(&sb, mem, klen + vlen);
 	int r = kv_batch_put(b, key, klen, val, vlen);
@@ -837,6 +841,7 @@ int kv_put(struct kv_db *db, const void *key, size_t klen, const void *val, size
 
 int kv_delete(struct kv_db *db, const void *key, size_t klen, unsigned flags)
 {
+	API_ENTRY();
 	char mem[ONE_WRITE_STACK];
 	struct kv_batch sb, *b = one_write_batch(&sb, mem, klen);
 	int r = kv_batch_delete(b, key, klen);
@@ -850,6 +855,7 @@ int kv_delete(struct kv_db *db, const void *key, size_t klen, unsigned flags)
 int kv_delete_range(struct kv_db *db, const void *start, size_t slen, const void *end, size_t elen,
 		    unsigned flags)
 {
+	API_ENTRY();
 	char mem[ONE_WRITE_STACK];
 	struct kv_batch sb, *b = one_write_batch(&sb, mem, slen + elen);
 	int r = kv_batch_delete_range(b, start, slen, end, elen);
@@ -931,12 +937,14 @@ static int mem_lookup(struct memtable *m, struct slice ukey, uint64_t snap, int 
 int kv_get(struct kv_db *db, const struct kv_snapshot *snap, const void *key, size_t klen,
 	   char **val, size_t *vlen)
 {
+	API_ENTRY();
 	return kv_get_tree(db, NULL, snap, key, klen, val, vlen);
 }
 
 int kv_get_tree(struct kv_db *db, struct kv_tree *tree, const struct kv_snapshot *snap,
 		const void *key, size_t klen, char **val, size_t *vlen)
 {
+	API_ENTRY();
 	struct kv_tree *t = db_tree(db, tree);
 	struct slice ukey = slice_make(key, klen);
 	struct memtable *mem, *imm;
@@ -995,6 +1003,7 @@ static int any_imm(struct kv_db *db)
 
 int kv_flush(struct kv_db *db)
 {
+	API_ENTRY();
 	struct writer w;
 	int r;
 
@@ -1017,12 +1026,14 @@ int kv_flush(struct kv_db *db)
 
 int kv_compact_range(struct kv_db *db, const void *start, size_t slen, const void *end, size_t elen)
 {
+	API_ENTRY();
 	return kv_compact_range_tree(db, NULL, start, slen, end, elen);
 }
 
 int kv_compact_range_tree(struct kv_db *db, struct kv_tree *tree, const void *start, size_t slen,
 			  const void *end, size_t elen)
 {
+	API_ENTRY();
 	struct kv_tree *t = db_tree(db, tree);
 	struct manual_compaction m;
 	int r = kv_flush(db), top = 0;
@@ -1267,6 +1278,7 @@ static void verify_version(struct kv_db *db, struct version *v, struct verify_ct
 int kv_verify(struct kv_db *db, void (*report)(void *arg, const char *file, uint64_t off,
 					       const char *msg), void *arg)
 {
+	API_ENTRY();
 	struct verify_ctx c = { report, arg, NULL, 0 };
 
 	for (size_t ti = 0;; ti++) {
@@ -1321,6 +1333,7 @@ static int tree_name_ok(const char *name)
 int kv_tree_open(struct kv_db *db, const char *name, const struct kv_tree_options *o,
 		 struct kv_tree **out)
 {
+	API_ENTRY();
 	struct kv_tree_options def;
 	struct kv_tree *t = NULL;
 	struct vtree *vt;
@@ -1378,6 +1391,7 @@ out:
 
 int kv_tree_drop(struct kv_db *db, struct kv_tree *t)
 {
+	API_ENTRY();
 	struct version_edit e;
 	struct writer w;
 	int r;
@@ -1420,6 +1434,7 @@ out:
 
 int kv_tree_list(struct kv_db *db, char ***names, size_t *n)
 {
+	API_ENTRY();
 	pthread_mutex_lock(&db->mu);
 	*names = xmalloc((db->ntrees + 1) * sizeof(char *));
 	*n = 0;
@@ -1442,6 +1457,7 @@ static int cmp_str(const void *a, const void *b)
 
 int kv_stray_files(struct kv_db *db, char ***out, size_t *nout)
 {
+	API_ENTRY();
 	char **names = NULL;
 	size_t n = 0, nlive, k = 0;
 	uint64_t *live, min_log;
@@ -1501,6 +1517,7 @@ int kv_stray_files(struct kv_db *db, char ***out, size_t *nout)
 
 int kv_destroy(const char *dir, struct kv_env *env)
 {
+	API_ENTRY();
 	char **names = NULL, *lock_path;
 	struct env_file *lock;
 	size_t n = 0;

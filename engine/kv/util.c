@@ -5,6 +5,7 @@
 #include "util.h"
 #include "kv.h"
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -210,6 +211,8 @@ const char *dec_lenprefixed(const char *p, const char *limit, struct slice *out)
 }
 
 static _Thread_local char last_error[1024];
+static _Thread_local int last_error_code;   /* the (negative) error last_error explains */
+static _Thread_local int api_depth;         /* public calls in progress on this thread */
 
 int err_set(int err, const char *srcfile, int srcline, const char *fmt, ...)
 {
@@ -219,6 +222,7 @@ int err_set(int err, const char *srcfile, int srcline, const char *fmt, ...)
 	va_start(ap, fmt);
 	n = vsnprintf(last_error, sizeof(last_error), fmt, ap);
 	va_end(ap);
+	last_error_code = err > 0 ? -err : err;
 	if (n >= 0 && (size_t)n < sizeof(last_error) && err == -EUCLEAN &&
 	    !strstr(last_error, " [detected at ")) {
 		const char *base = strrchr(srcfile, '/');
@@ -233,11 +237,33 @@ const char *err_last(void)
 	return last_error;
 }
 
+void err_clear(void)
+{
+	last_error[0] = 0;
+	last_error_code = 0;
+}
+
+int err_api_enter(void)
+{
+	if (api_depth++ == 0)
+		err_clear();
+	return 0;
+}
+
+void err_api_leave(int *guard)
+{
+	(void)guard;
+	assert(api_depth > 0);
+	api_depth--;
+}
+
 const char *kv_strerror(int err)
 {
-	if (last_error[0])
+	int code = err > 0 ? -err : err;
+
+	if (code != 0 && last_error[0] && last_error_code == code)
 		return last_error;
-	return strerror(err < 0 ? -err : err);
+	return strerror(-code);
 }
 
 uint64_t now_micros(void)

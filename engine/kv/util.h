@@ -150,17 +150,32 @@ static inline const char *dec_varint32(const char *p, const char *limit, uint32_
 const char *dec_lenprefixed(const char *p, const char *limit, struct slice *out);
 
 /*
- * Errors.  err_set() records a sentence for kv_strerror() (per thread)
- * and returns err.  KV_CORRUPT() builds a corruption error that says which
- * source line detected it, as in
+ * Errors.  err_set() records a sentence for kv_strerror() (per thread),
+ * together with the code it explains, and returns err.  KV_CORRUPT() builds
+ * a corruption error that says which source line detected it, as in
  *     return KV_CORRUPT("%s: bad block checksum at offset %llu", name, off);
+ *
+ * A sentence belongs to one error of one call: kv_strerror(err) and
+ * tbl_strerror(err) give it only if it was recorded with err during the
+ * calling thread's last public call, else strerror.  So every public call
+ * (kv_ and tbl_ functions that can fail) starts with API_ENTRY(), which
+ * clears the message at the outermost call only: a public function called
+ * by another (tbl_open's kv_close on its error path) keeps the outer
+ * call's message.  The guard leaves with the function (GCC's cleanup
+ * attribute), whichever return it takes.
  */
 int err_set(int err, const char *srcfile, int srcline, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 #define KV_ERROR(err, ...) err_set((err), __FILE__, __LINE__, __VA_ARGS__)
 #define KV_CORRUPT(...) err_set(-EUCLEAN, __FILE__, __LINE__, __VA_ARGS__)
-/* The last message recorded on this thread ("" if none). */
+/* The last message recorded on this thread ("" if none), whatever its code. */
 const char *err_last(void);
+/* Forget the thread's message (it explained an error that has been dealt with). */
+void err_clear(void);
+int err_api_enter(void);
+void err_api_leave(int *guard);
+#define API_ENTRY() \
+	int api_entry_guard_ __attribute__((cleanup(err_api_leave), unused)) = err_api_enter()
 
 /* Microseconds of CLOCK_MONOTONIC and of the wall clock. */
 uint64_t now_micros(void);

@@ -45,6 +45,7 @@ const char *cell_type_name(enum cell_type t)
 
 int cell_type_parse(struct slice name, enum cell_type *t)
 {
+	API_ENTRY();
 	for (int i = CELL_STRING; i <= CELL_TYPE_MAX; i++)
 		if (slice_eq(name, slice_str(type_names[i]))) {
 			*t = (enum cell_type)i;
@@ -298,6 +299,7 @@ static int render_bare(struct buf *out, const struct cell_value *v)
 
 int cell_render(struct buf *out, const struct cell_value *v)
 {
+	API_ENTRY();
 	size_t mark = out->len;
 	int r = render_bare(out, v);
 
@@ -393,6 +395,7 @@ out:
 
 int cell_parse(enum cell_type t, struct slice text, struct cell_value *out)
 {
+	API_ENTRY();
 	struct cell_value v;
 	struct slice s;
 	int64_t i;
@@ -462,6 +465,7 @@ static const size_t fixed_len[] = {
 
 int cell_encode(struct buf *out, const struct cell_value *v)
 {
+	API_ENTRY();
 	char tag = (char)v->type, p[8];
 	uint32_t u32;
 	uint64_t u64;
@@ -508,6 +512,7 @@ int cell_encode(struct buf *out, const struct cell_value *v)
 
 int cell_decode(struct slice stored, struct cell_value *out)
 {
+	API_ENTRY();
 	struct cell_value v;
 	struct slice p;
 	uint32_t u32;
@@ -652,6 +657,7 @@ static int float_to_float(const struct cell_value *in, enum cell_type to, struct
 int cell_convert(const struct cell_value *in, enum cell_type to, struct cell_value *out,
 		 struct buf *scratch)
 {
+	API_ENTRY();
 	struct cell_value v;
 	int r;
 
@@ -704,6 +710,7 @@ int cell_convert(const struct cell_value *in, enum cell_type to, struct cell_val
 
 int cell_increment(struct cell_value *v, int64_t delta)
 {
+	API_ENTRY();
 	int32_t r32;
 	int64_t r64;
 
@@ -726,6 +733,7 @@ int cell_increment(struct cell_value *v, int64_t delta)
 int cell_append(const struct cell_value *in, struct slice tail, struct cell_value *out,
 		struct buf *scratch)
 {
+	API_ENTRY();
 	if (!is_text(in->type))
 		return -EINVAL;
 	if (in->type == CELL_STRING && !cell_utf8_valid(tail.data, tail.len))

@@ -143,6 +143,7 @@ static int family_name_ok(const char *s)
 
 int tbl_check_table_name(const char *name)
 {
+	API_ENTRY();
 	if (!name)
 		return KV_ERROR(-EINVAL, "no table name");
 	if (strnlen(name, TBL_MAX_NAME + 1) > TBL_MAX_NAME)
@@ -157,6 +158,7 @@ int tbl_check_table_name(const char *name)
 
 int tbl_check_family_name(const char *name)
 {
+	API_ENTRY();
 	if (!name)
 		return KV_ERROR(-EINVAL, "no family name");
 	if (strnlen(name, TBL_MAX_FAMILY_NAME + 1) > TBL_MAX_FAMILY_NAME)
@@ -220,6 +222,7 @@ int tbl_check_row(const void *row, size_t len)
 
 int tbl_check_row_key(const void *row, size_t len)
 {
+	API_ENTRY();
 	if (len && !row)
 		return KV_ERROR(-EINVAL, "a NULL row key of %zu bytes", len);
 	return tbl_check_row(row, len);
@@ -227,6 +230,7 @@ int tbl_check_row_key(const void *row, size_t len)
 
 int tbl_check_qualifier(const void *q, size_t len)
 {
+	API_ENTRY();
 	if (len && !q)
 		return KV_ERROR(-EINVAL, "a NULL qualifier of %zu bytes", len);
 	if (len > TBL_MAX_QUALIFIER)
@@ -236,6 +240,11 @@ int tbl_check_qualifier(const void *q, size_t len)
 }
 
 /* ------------------------------------------------------------ options */
+
+const char *tbl_strerror(int err)
+{
+	return kv_strerror(err);
+}
 
 void tbl_options_init(struct tbl_options *o)
 {
@@ -1164,6 +1173,7 @@ static void db_free(struct tbl_db *db)
 
 int tbl_open(const char *dir, const struct tbl_options *o, struct tbl_db **out)
 {
+	API_ENTRY();
 	struct tbl_db *db;
 	struct gc_ctx *ctx;
 	int r;
@@ -1218,6 +1228,7 @@ int tbl_open(const char *dir, const struct tbl_options *o, struct tbl_db **out)
 
 int tbl_close(struct tbl_db *db)
 {
+	API_ENTRY();
 	int r;
 
 	if (!db)
@@ -1240,6 +1251,7 @@ struct kv_db *tbl_kv(struct tbl_db *db)
  */
 int tbl_sync(struct tbl_db *db)
 {
+	API_ENTRY();
 	struct kv_batch *b;
 	int r;
 
@@ -1278,6 +1290,7 @@ uint64_t tbl_schema_generation(struct tbl_db *db)
  */
 int tbl_table_id(struct tbl_db *db, const char *table, uint64_t *id)
 {
+	API_ENTRY();
 	struct tsch_table *t;
 	int r = tsch_lock_table(db, table, &t);
 
@@ -1290,6 +1303,7 @@ int tbl_table_id(struct tbl_db *db, const char *table, uint64_t *id)
 
 int tbl_family_id(struct tbl_db *db, const char *table, const char *family, uint64_t *id)
 {
+	API_ENTRY();
 	struct tsch_table *t;
 	struct tsch_family *f;
 	int r = tsch_lock_table(db, table, &t);
@@ -1326,6 +1340,7 @@ void tsch_unlock(struct tbl_db *db)
 
 int tbl_create_table(struct tbl_db *db, const char *table)
 {
+	API_ENTRY();
 	struct kv_batch *batch;
 	struct buf k = BUF_INIT, v = BUF_INIT;
 	uint32_t id;
@@ -1378,6 +1393,7 @@ static void batch_delete_prefix(struct kv_batch *batch, struct slice prefix)
 
 int tbl_drop_table(struct tbl_db *db, const char *table, int force)
 {
+	API_ENTRY();
 	struct kv_batch *batch;
 	struct buf k = BUF_INIT;
 	struct tsch_table *t;
@@ -1447,6 +1463,7 @@ static int cmp_names(const void *a, const void *b)
 
 int tbl_list_tables(struct tbl_db *db, char ***names, size_t *n)
 {
+	API_ENTRY();
 	pthread_rwlock_rdlock(&db->schema_lock);
 	*names = xmalloc((db->ntables + 1) * sizeof(**names));
 	for (size_t i = 0; i < db->ntables; i++)
@@ -1458,6 +1475,7 @@ int tbl_list_tables(struct tbl_db *db, char ***names, size_t *n)
 
 int tbl_table_exists(struct tbl_db *db, const char *table)
 {
+	API_ENTRY();
 	struct tsch_table *t;
 	int r = tsch_lock_table(db, table, &t);
 
@@ -1486,6 +1504,7 @@ static int group_info_cmp(const void *a, const void *b)
 int tbl_list_groups(struct tbl_db *db, const char *table, struct tbl_group_info **groups,
 		    size_t *n)
 {
+	API_ENTRY();
 	struct tbl_group_info *g = NULL;
 	size_t cap = 0;
 	int r = 0;
@@ -1540,6 +1559,7 @@ void tbl_free_groups(struct tbl_group_info *groups, size_t n)
 int tbl_compact(struct tbl_db *db, const char *table,
 		void (*step)(void *arg, const char *table, const char *group), void *arg)
 {
+	API_ENTRY();
 	struct tbl_group_info *g = NULL;
 	struct kv_tree **trees = NULL;
 	struct buf lo = BUF_INIT, hi = BUF_INIT;
@@ -1654,6 +1674,7 @@ static void group_abandon(struct tbl_db *db, struct tsch_group *g)
 int tbl_add_family(struct tbl_db *db, const char *table, const char *family,
 		   const struct tbl_family_settings *s)
 {
+	API_ENTRY();
 	struct tsch_family *f = NULL;
 	struct tsch_group *g, *newg = NULL;
 	struct kv_batch *batch;
@@ -1727,6 +1748,7 @@ out:
 int tbl_alter_family(struct tbl_db *db, const char *table, const char *family,
 		     const struct tbl_family_settings *s)
 {
+	API_ENTRY();
 	struct tbl_family_settings old_s;
 	struct tsch_group *old_g, *g, *newg = NULL;
 	struct kv_batch *batch;
@@ -1798,6 +1820,7 @@ out:
 
 int tbl_drop_family(struct tbl_db *db, const char *table, const char *family, int force)
 {
+	API_ENTRY();
 	struct kv_batch *batch;
 	struct buf k = BUF_INIT;
 	struct tsch_table *t;
@@ -1840,6 +1863,7 @@ out:
 int tbl_get_family(struct tbl_db *db, const char *table, const char *family,
 		   struct tbl_family_settings *s)
 {
+	API_ENTRY();
 	struct tsch_table *t;
 	struct tsch_family *f;
 	int r = tsch_lock_table(db, table, &t);
@@ -1857,6 +1881,7 @@ int tbl_get_family(struct tbl_db *db, const char *table, const char *family,
 
 int tbl_list_families(struct tbl_db *db, const char *table, char ***names, size_t *n)
 {
+	API_ENTRY();
 	struct tsch_table *t;
 	int r = tsch_lock_table(db, table, &t);
 

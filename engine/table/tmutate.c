@@ -463,6 +463,7 @@ static void end(struct mut *c, pthread_mutex_t *mu)
 int tbl_mutate_row(struct tbl_db *db, const char *table, const void *row, size_t row_len,
 		   const struct tbl_mutation *m, size_t n, unsigned flags, uint64_t *ts_out)
 {
+	API_ENTRY();
 	pthread_mutex_t *mu;
 	struct mut c;
 	int r;
@@ -511,6 +512,7 @@ static void unlock_stripes(struct tbl_db *db, const unsigned char held[TSCH_ROW_
 int tbl_write_rows(struct tbl_db *db, const char *table, const struct tbl_row_mutations *rows,
 		   size_t n, unsigned flags, size_t *bad)
 {
+	API_ENTRY();
 	unsigned char held[TSCH_ROW_LOCKS];
 	struct kv_batch *b = NULL;
 	struct tsch_table *t;
@@ -587,6 +589,7 @@ int tbl_put(struct tbl_db *db, const char *table, const void *row, size_t row_le
 	    const char *family, const void *qualifier, size_t qualifier_len, uint64_t ts,
 	    const struct cell_value *v, unsigned flags)
 {
+	API_ENTRY();
 	struct tbl_mutation m;
 
 	memset(&m, 0, sizeof(m));
@@ -603,6 +606,7 @@ int tbl_put_text(struct tbl_db *db, const char *table, const void *row, size_t r
 		 const char *family, const void *qualifier, size_t qualifier_len, uint64_t ts,
 		 enum cell_type type, const void *text, size_t text_len, unsigned flags)
 {
+	API_ENTRY();
 	struct slice q = slice_make(qualifier, qualifier_len);
 	struct tsch_family *f;
 	struct tbl_mutation m;
@@ -773,6 +777,7 @@ int tbl_increment(struct tbl_db *db, const char *table, const void *row, size_t 
 		  const char *family, const void *qualifier, size_t qualifier_len, int64_t delta,
 		  int64_t *result, unsigned flags)
 {
+	API_ENTRY();
 	struct slice q = slice_make(qualifier, qualifier_len);
 	struct buf old = BUF_INIT;
 	struct cell_value v;
@@ -825,6 +830,7 @@ int tbl_append(struct tbl_db *db, const char *table, const void *row, size_t row
 	       const char *family, const void *qualifier, size_t qualifier_len, const void *data,
 	       size_t len, unsigned flags)
 {
+	API_ENTRY();
 	struct slice q = slice_make(qualifier, qualifier_len);
 	struct buf old = BUF_INIT, joined = BUF_INIT;
 	struct cell_value v, out;
@@ -897,6 +903,7 @@ int tbl_check_and_mutate(struct tbl_db *db, const char *table, const void *row, 
 			 const struct tbl_mutation *otherwise, size_t n_otherwise,
 			 int *matched, unsigned flags)
 {
+	API_ENTRY();
 	struct slice q = slice_make(qualifier, qualifier_len);
 	struct buf old = BUF_INIT, text = BUF_INIT;
 	struct cell_value v;

@@ -328,6 +328,7 @@ int tbl_stat_cell(struct tbl_db *db, const struct tbl_snapshot *snap, const char
 		  const void *qualifier, size_t qualifier_len, uint64_t ts,
 		  struct tbl_cell_stat *st)
 {
+	API_ENTRY();
 	return read_cell(db, snap, table, row, row_len, family, qualifier, qualifier_len, ts, st,
 			 NULL, NULL);
 }
@@ -337,6 +338,7 @@ int tbl_get_cell(struct tbl_db *db, const struct tbl_snapshot *snap, const char 
 		 const void *qualifier, size_t qualifier_len, uint64_t ts,
 		 struct tbl_cell_stat *st, void **data, size_t *len)
 {
+	API_ENTRY();
 	*data = NULL;
 	*len = 0;
 	return read_cell(db, snap, table, row, row_len, family, qualifier, qualifier_len, ts, st,
@@ -517,12 +519,14 @@ static int row_check(struct tbl_db *db, const char *table, const void *row, size
 
 int tbl_row_exists(struct tbl_db *db, const char *table, const void *row, size_t row_len)
 {
+	API_ENTRY();
 	return row_check(db, table, row, row_len, NULL, 0);
 }
 
 int tbl_row_has_family(struct tbl_db *db, const char *table, const void *row, size_t row_len,
 		       const char *family)
 {
+	API_ENTRY();
 	return row_check(db, table, row, row_len, family, 1);
 }
 
@@ -535,6 +539,7 @@ static int cmp_family_name(const void *a, const void *b)
 int tbl_row_families(struct tbl_db *db, const char *table, const void *row, size_t row_len,
 		     char ***names, size_t *n)
 {
+	API_ENTRY();
 	struct slice rk = slice_make(row, row_len);
 	struct tsch_family **live;
 	struct rowprobe p;
@@ -620,6 +625,7 @@ int tbl_columns_new(struct tbl_db *db, const struct tbl_snapshot *snap, const ch
 		    const void *after, size_t after_len, uint64_t after_ts, unsigned flags,
 		    struct tbl_columns **out)
 {
+	API_ENTRY();
 	struct slice rk = slice_make(row, row_len);
 	struct tbl_columns *c;
 	int r;
@@ -735,6 +741,7 @@ static int columns_next(struct tbl_columns *c, const struct tbl_column **col)
 
 int tbl_columns_next(struct tbl_columns *c, const struct tbl_column **col)
 {
+	API_ENTRY();
 	int r;
 
 	*col = NULL;

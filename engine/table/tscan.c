@@ -957,6 +957,7 @@ static int next_row(struct tbl_scan *s, const struct tbl_row **row)
 
 int tbl_scan_next(struct tbl_scan *s, const struct tbl_row **row)
 {
+	API_ENTRY();
 	int r;
 
 	*row = NULL;
@@ -980,6 +981,7 @@ void tbl_scan_counts(const struct tbl_scan *s, struct tbl_scan_counts *c)
 int tbl_scan_new(struct tbl_db *db, const char *table, const struct tbl_read *r,
 		 struct tbl_scan **out)
 {
+	API_ENTRY();
 	struct tsch_table *t;
 	int err;
 
@@ -1057,6 +1059,7 @@ static struct tbl_row *copy_row(const struct tbl_row *row)
 int tbl_get_row(struct tbl_db *db, const char *table, const void *row, size_t row_len,
 		const struct tbl_read *r, struct tbl_row **out)
 {
+	API_ENTRY();
 	struct slice rk = slice_make(row, row_len);
 	const struct tbl_row *got;
 	struct tbl_read rr;
