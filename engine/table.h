@@ -56,8 +56,15 @@ struct tbl_snapshot;
 #define TBL_MAX_FAMILY_NAME 64u                /* family and locality group names */
 #define TBL_DEFAULT_MAX_VALUE (10u << 20)
 #define TBL_LIMIT_MAX_VALUE   (100u << 20)
+/* The largest ttl (seconds, about 292,000 years): ttl in microseconds stays below 2^63. */
+#define TBL_MAX_TTL (UINT64_MAX / 2 / 1000000u)
 
-/* A timestamp chosen by the server (the current time, strictly increasing). */
+/*
+ * A timestamp chosen by the server: the current time, strictly increasing,
+ * across reopens too (above every server timestamp given out before, even
+ * with the clock stepped back; after a crash, the first may be up to a
+ * second ahead of the clock).
+ */
 #define TBL_TS_NOW UINT64_MAX
 /* For reads of one version: the newest visible one (same value, another meaning). */
 #define TBL_TS_NEWEST UINT64_MAX
@@ -191,7 +198,10 @@ int tbl_compact(struct tbl_db *db, const char *table,
 struct tbl_family_settings {
 	enum cell_type type;          /* default type of new cells; default CELL_STRING */
 	uint32_t max_versions;        /* 0 = unlimited (default) */
-	uint64_t ttl;                 /* seconds, 0 = forever (default) */
+	uint64_t ttl;                 /* seconds, 0 = forever (default); at most
+					 TBL_MAX_TTL (-EINVAL above).  A version is
+					 hidden once now - ts > ttl; a version with a
+					 timestamp in the future never is */
 	char locality_group[TBL_MAX_FAMILY_NAME + 1];  /* default "default" */
 	int compression;              /* zstd level 1..22, 0 = none; default 1 */
 };
@@ -236,7 +246,8 @@ struct tbl_mutation {
 	const void *qualifier;
 	size_t qualifier_len;
 	uint64_t ts;                  /* TBL_SET: TBL_TS_NOW for the server's time */
-	uint64_t ts_end;              /* TBL_DELETE_VERSIONS: exclusive end */
+	uint64_t ts_end;              /* TBL_DELETE_VERSIONS: exclusive end; 0: no end
+					 (every version >= ts), as ts_max = 0 on reads */
 	struct cell_value value;      /* TBL_SET: the typed value (its bytes are borrowed) */
 };
 

@@ -1080,7 +1080,10 @@ static void gen_bad_mutation(struct ctx *c, const struct mtable *t, struct gmut 
 		break;
 	case 3:
 		m->op = TBL_DELETE_VERSIONS;
-		m->ts_end = rnd(c, 2) ? m->ts : m->ts - rnd(c, m->ts + 1);
+		/* an empty range: 0 < ts_end <= ts (ts_end 0 has no end, so is not empty) */
+		if (m->ts == 0)
+			m->ts = 1;
+		m->ts_end = rnd(c, 2) ? m->ts : 1 + rnd(c, m->ts);
 		g->err = EINVAL;
 		break;
 	case 4:
@@ -1201,10 +1204,10 @@ static void gen_mutation(struct ctx *c, const struct mtable *t, const struct mro
 			b = pick_ts(c) + 1;
 		} else if (d < 9) {
 			a = pick_ts(c);
-			b = UINT64_MAX;
+			b = rnd(c, 2) ? UINT64_MAX : 0;   /* 0: no end */
 		} else {
 			a = 0;
-			b = UINT64_MAX;
+			b = rnd(c, 2) ? UINT64_MAX : 0;
 		}
 		m->ts = a;
 		m->ts_end = b;
@@ -1238,7 +1241,7 @@ static void apply_mutation(struct ctx *c, struct mrow *mr, const struct gmut *g,
 			c->n[C_DEL_VERSION]++;
 		break;
 	case TBL_DELETE_VERSIONS:
-		model_delete(mr, g->fam, g->q, m->ts, m->ts_end - 1);
+		model_delete(mr, g->fam, g->q, m->ts, m->ts_end ? m->ts_end - 1 : UINT64_MAX);
 		if (count)
 			c->n[C_DEL_VERSIONS]++;
 		break;

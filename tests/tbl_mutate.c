@@ -707,6 +707,11 @@ static void test_delete_versions(void)
 	is_int(mutate("dvs", &m, 1, NULL), 0, "delete versions [8, 101)");
 	is_dump(dump_col("dvs", "by", "q"), "@18446744073709551613=byte:0 @7=byte:0 @2=byte:0",
 		"8, 9 and 100 are deleted, 7 and UINT64_MAX - 2 kept");
+	put("dvs", "by", "q", 50, val(CELL_BYTE));
+	m = del(TBL_DELETE_VERSIONS, "by", "q", 8, 0);
+	is_int(mutate("dvs", &m, 1, NULL), 0, "delete versions [8, no end): ts_end 0");
+	is_dump(dump_col("dvs", "by", "q"), "@7=byte:0 @2=byte:0",
+		"every version from 8 up is deleted, the newest possible included; 7 and 2 kept");
 	m = del(TBL_DELETE_VERSIONS, "by", "q", 0, UINT64_MAX);
 	is_int(mutate("dvs", &m, 1, NULL), 0, "delete versions [0, UINT64_MAX)");
 	is_dump(dump_row("dvs"),

@@ -1161,7 +1161,8 @@ static void *now_thread(void *p)
 	struct now_arg *a = p;
 
 	for (long i = 0; i < a->n; i++)
-		a->ts[i] = tsch_now(a->db);
+		if (tsch_now(a->db, &a->ts[i]) < 0)
+			a->ts[i] = 0;
 	return NULL;
 }
 
@@ -1201,8 +1202,94 @@ static void test_now(void)
 	ok(all[0] >= start, "the timestamps are wall-clock microseconds (not before the start)");
 	ok(all[NOW_THREADS * (size_t)n - 1] <= end + (uint64_t)NOW_THREADS * n,
 	   "and run ahead of the clock by at most one microsecond per call");
-	ok(tsch_now(db) > all[NOW_THREADS * (size_t)n - 1], "a later call is later still");
+	uint64_t later = 0;
+	is_int(tsch_now(db, &later), 0, "tsch_now succeeds");
+	ok(later > all[NOW_THREADS * (size_t)n - 1], "a later call is later still");
 	free(all);
+	close_db(db);
+	free(dir);
+}
+
+/* tsch_now's clock in test_now_reopen: set by the test. */
+static uint64_t test_clock_us;
+
+static uint64_t test_clock(void)
+{
+	return test_clock_us;
+}
+
+/* Set t/row/f:q to text at TBL_TS_NOW; the timestamp it got, 0 on failure. */
+static uint64_t set_now(struct tbl_db *db, const char *text)
+{
+	struct tbl_mutation m = { .op = TBL_SET, .family = "f", .qualifier = "q",
+				  .qualifier_len = 1, .ts = TBL_TS_NOW };
+	uint64_t ts = 0;
+
+	m.value.type = CELL_STRING;
+	m.value.v.data = slice_str(text);
+	if (tbl_mutate_row(db, "t", "row", 3, &m, 1, 0, &ts) < 0)
+		return 0;
+	return ts;
+}
+
+/* The newest visible value of t/row/f:q is text, at ts. */
+static int newest_is(struct tbl_db *db, const char *text, uint64_t ts)
+{
+	struct tbl_row *row;
+	int good;
+
+	if (tbl_get_row(db, "t", "row", 3, NULL, &row) < 0)
+		return 0;
+	good = row->ncells == 1 && row->cells[0].ts == ts &&
+	       slice_eq(row->cells[0].value.v.data, slice_str(text));
+	tbl_row_free(row);
+	return good;
+}
+
+/*
+ * TBL_TS_NOW is strictly increasing across reopens: with the clock stepped
+ * back, or standing still, a write after a reopen still gets a timestamp
+ * above every one given out before, and becomes the newest version (with
+ * max_versions 1, the only one).
+ */
+static void test_now_reopen(void)
+{
+	char *dir = fresh_dir("now-reopen");
+	struct tbl_db *db = open_db(dir);
+	struct tbl_family_settings s = settings(CELL_STRING, 1, 0, "default", 1);
+	uint64_t t1, t2, t3, mark = 0;
+	char key[5] = { 0, 0, 0, 0, 'M' }, *val = NULL;
+	size_t vlen = 0;
+
+	is_int(tbl_create_table(db, "t"), 0, "table t is created");
+	is_int(tbl_add_family(db, "t", "f", &s), 0, "with a family keeping one version");
+	db->clock = test_clock;
+	test_clock_us = tsch_wall();
+	t1 = set_now(db, "first");
+	is_int(t1, test_clock_us, "a TBL_TS_NOW set gets the clock's time");
+	close_db(db);
+
+	db = open_db(dir);
+	db->clock = test_clock;
+	test_clock_us -= UINT64_C(3600000000);
+	t2 = set_now(db, "second");
+	ok(t2 > t1, "reopened with the clock an hour back, a set gets a later timestamp "
+	   "(%llu > %llu)", (unsigned long long)t2, (unsigned long long)t1);
+	ok(newest_is(db, "second", t2), "and it is the newest version, the one kept");
+	close_db(db);
+
+	db = open_db(dir);
+	db->clock = test_clock;
+	test_clock_us = t1;
+	t3 = set_now(db, "third");
+	ok(t3 > t2, "reopened with the clock at the first set's time, a set gets a later "
+	   "timestamp still");
+	ok(newest_is(db, "third", t3), "and it does not replace an older version in place");
+	if (kv_get(tbl_kv(db), NULL, key, sizeof(key), &val, &vlen) == 0 && vlen == 8)
+		mark = dec_fixed64(val);
+	free(val);
+	ok(mark > t3, "the recorded mark is above every timestamp given out (%llu)",
+	   (unsigned long long)mark);
 	close_db(db);
 	free(dir);
 }
@@ -1438,6 +1525,7 @@ int main(void)
 	make_tmpdir("tbl_schema");
 	test_table_names();
 	test_error_text();
+	test_now_reopen();
 	test_table_list_and_drop();
 	test_family_names_and_settings();
 	test_persistence();

@@ -11,6 +11,8 @@
  * little-endian (util.h) except where tkey.h says otherwise.
  *
  *   'N'                          -> fixed32 next table id, fixed32 next group id
+ *   'M'                          -> fixed64 timestamp mark: every server
+ *                                   timestamp (TBL_TS_NOW) given out is below it
  *   'T' table-name               -> fixed32 table id
  *   'G' fixed32 table id, group  -> fixed32 group id
  *   'F' fixed32 table id, family -> the family record:
@@ -60,9 +62,8 @@
 #define SCHEMA_T 'T'
 #define SCHEMA_G 'G'
 #define SCHEMA_F 'F'
+#define SCHEMA_M 'M'
 
-/* The largest ttl accepted: ttl * 1000000 (microseconds) must not overflow. */
-#define TBL_MAX_TTL (UINT64_MAX / 2 / 1000000u)
 
 /*
  * The compaction filter's context (db->gc.arg).  generation changes, under
@@ -648,6 +649,19 @@ static int load_counters(struct load *ld, struct slice key, struct slice val)
 	return 0;
 }
 
+static int load_ts_mark(struct load *ld, struct slice key, struct slice val)
+{
+	struct tbl_db *db = ld->db;
+
+	if (key.len != 0 || val.len != 8)
+		return KV_CORRUPT("schema: the timestamp mark record has %zu key and %zu value "
+				  "bytes", key.len + 5, val.len);
+	db->ts_mark = dec_fixed64(val.data);
+	/* every timestamp given out before is below the mark: the next one is not */
+	db->last_ts = db->ts_mark ? db->ts_mark - 1 : 0;
+	return 0;
+}
+
 static int load_table(struct load *ld, struct slice key, struct slice val)
 {
 	struct tbl_db *db = ld->db;
@@ -877,6 +891,8 @@ static int schema_load(struct tbl_db *db)
 	db->next_table = 1;
 	db->next_group = 1;
 	r = schema_scan(&ld, SCHEMA_N, load_counters);
+	if (r == 0)
+		r = schema_scan(&ld, SCHEMA_M, load_ts_mark);
 	if (r == 0)
 		r = schema_scan(&ld, SCHEMA_T, load_table);
 	if (r == 0)
@@ -1165,6 +1181,7 @@ static void db_free(struct tbl_db *db)
 {
 	schema_free(db);
 	pthread_rwlock_destroy(&db->schema_lock);
+	pthread_mutex_destroy(&db->ts_mu);
 	for (int i = 0; i < TSCH_ROW_LOCKS; i++)
 		pthread_mutex_destroy(&db->row_locks[i]);
 	free(db->gc.arg);
@@ -1185,6 +1202,7 @@ int tbl_open(const char *dir, const struct tbl_options *o, struct tbl_db **out)
 	db = xcalloc(1, sizeof(*db));
 	db->opt = *o;
 	pthread_rwlock_init(&db->schema_lock, NULL);
+	pthread_mutex_init(&db->ts_mu, NULL);
 	for (int i = 0; i < TSCH_ROW_LOCKS; i++)
 		pthread_mutex_init(&db->row_locks[i], NULL);
 	ctx = xcalloc(1, sizeof(*ctx));
@@ -1226,17 +1244,20 @@ int tbl_open(const char *dir, const struct tbl_options *o, struct tbl_db **out)
 	return 0;
 }
 
+static int close_ts_mark(struct tbl_db *db);
+
 int tbl_close(struct tbl_db *db)
 {
 	API_ENTRY();
-	int r;
+	int r, m;
 
 	if (!db)
 		return 0;
+	m = close_ts_mark(db);
 	/* first the engine: its compactions use the schema until they stop */
 	r = kv_close(db->kv);
 	db_free(db);
-	return r;
+	return r < 0 ? r : m;
 }
 
 struct kv_db *tbl_kv(struct tbl_db *db)
@@ -1905,21 +1926,102 @@ uint64_t tsch_wall(void)
 }
 
 /*
+ * How far beyond the timestamp that needs it the recorded mark is raised:
+ * one small record per second of server time at most.  A crash loses the
+ * unused part; the next open starts above it (at most this far ahead of a
+ * clock that was right).
+ */
+#define TS_MARK_WINDOW UINT64_C(1000000)
+
+/*
+ * Record a mark above need, unless another thread has already.  The record
+ * goes into the log before the mark is used, so a write with a timestamp
+ * below it never survives a crash that loses the mark: the log is replayed
+ * in order, and a synced write syncs what precedes it.
+ */
+static int raise_ts_mark(struct tbl_db *db, uint64_t need)
+{
+	struct kv_batch *batch;
+	struct buf k = BUF_INIT, v = BUF_INIT;
+	uint64_t mark = need > UINT64_MAX - 1 - TS_MARK_WINDOW ? UINT64_MAX - 1
+							       : need + TS_MARK_WINDOW;
+	int r = 0;
+
+	pthread_mutex_lock(&db->ts_mu);
+	if (need < __atomic_load_n(&db->ts_mark, __ATOMIC_ACQUIRE))
+		goto out;
+	batch = kv_batch_new();
+	key_kind(&k, SCHEMA_M);
+	buf_put_fixed64(&v, mark);
+	kv_batch_put(batch, k.data, k.len, v.data, v.len);
+	r = kv_write(db->kv, batch, 0);
+	kv_batch_free(batch);
+	if (r < 0)
+		r = error_context(r, "recording the server timestamp mark %llu failed",
+				  (unsigned long long)mark);
+	else
+		__atomic_store_n(&db->ts_mark, mark, __ATOMIC_RELEASE);
+out:
+	pthread_mutex_unlock(&db->ts_mu);
+	buf_free(&k);
+	buf_free(&v);
+	return r;
+}
+
+/*
+ * At a clean close, bring the mark down to just above the last timestamp
+ * given out, so that the next open does not start up to TS_MARK_WINDOW ahead
+ * of the clock.  Lowering it is safe: nothing is given out any more.  If the
+ * record cannot be written, the higher mark stays, which is safe too.
+ */
+static int close_ts_mark(struct tbl_db *db)
+{
+	struct kv_batch *batch;
+	struct buf k = BUF_INIT, v = BUF_INIT;
+	int r;
+
+	if (db->opt.kv.read_only || db->last_ts + 1 >= db->ts_mark)
+		return 0;
+	batch = kv_batch_new();
+	key_kind(&k, SCHEMA_M);
+	buf_put_fixed64(&v, db->last_ts + 1);
+	kv_batch_put(batch, k.data, k.len, v.data, v.len);
+	r = kv_write(db->kv, batch, 0);
+	kv_batch_free(batch);
+	buf_free(&k);
+	buf_free(&v);
+	return r < 0 ? error_context(r, "recording the server timestamp mark at close failed")
+		     : 0;
+}
+
+/*
  * The wall clock, or one more than the last timestamp given out if the clock
  * has not moved past it (same microsecond, or stepped back): so every call,
  * from any thread, gets a distinct timestamp greater than every earlier one.
+ * Earlier opens count too: the mark loaded at open is above all they gave
+ * out, and no timestamp is given out before a mark above it is recorded.
  */
-uint64_t tsch_now(struct tbl_db *db)
+int tsch_now(struct tbl_db *db, uint64_t *ts)
 {
 	uint64_t last = __atomic_load_n(&db->last_ts, __ATOMIC_ACQUIRE), next;
+	int r;
 
-	do {
-		uint64_t wall = wall_micros();
+	for (;;) {
+		uint64_t wall = db->clock ? db->clock() : wall_micros();
 
 		next = wall > last ? wall : last + 1;
-	} while (!__atomic_compare_exchange_n(&db->last_ts, &last, next, 0, __ATOMIC_ACQ_REL,
-					      __ATOMIC_ACQUIRE));
-	return next;
+		if (next >= __atomic_load_n(&db->ts_mark, __ATOMIC_ACQUIRE)) {
+			if ((r = raise_ts_mark(db, next)) < 0)
+				return r;
+			last = __atomic_load_n(&db->last_ts, __ATOMIC_ACQUIRE);
+			continue;
+		}
+		if (__atomic_compare_exchange_n(&db->last_ts, &last, next, 0, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE))
+			break;
+	}
+	*ts = next;
+	return 0;
 }
 
 pthread_mutex_t *tsch_row_lock(struct tbl_db *db, uint32_t table, const void *row, size_t len)

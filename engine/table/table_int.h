@@ -76,6 +76,10 @@ struct tbl_db {
 	uint32_t next_table, next_group;
 	pthread_mutex_t row_locks[TSCH_ROW_LOCKS];
 	uint64_t last_ts;             /* atomic: the last server timestamp given out */
+	uint64_t ts_mark;             /* atomic: every server timestamp given out, in this open
+					 and earlier ones, is below it; recorded before use */
+	pthread_mutex_t ts_mu;        /* serialises raising ts_mark */
+	uint64_t (*clock)(void);      /* tests: tsch_now's wall clock (NULL: the real one) */
 	struct kv_compaction_filter gc;
 };
 
@@ -110,8 +114,12 @@ static inline struct kv_tree *tsch_group_tree(const struct tsch_group *g)
 int tsch_lock_table(struct tbl_db *db, const char *name, struct tsch_table **t);
 void tsch_unlock(struct tbl_db *db);
 
-/* A server timestamp: the wall clock in microseconds, strictly increasing. */
-uint64_t tsch_now(struct tbl_db *db);
+/*
+ * A server timestamp in *ts: the wall clock in microseconds, strictly
+ * increasing, across reopens too.  0, or the error of recording a new mark
+ * (the first call after an open, then about once a second).
+ */
+int tsch_now(struct tbl_db *db, uint64_t *ts);
 /* The wall clock in microseconds, for TTL cut-offs. */
 uint64_t tsch_wall(void);
 

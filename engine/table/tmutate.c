@@ -27,7 +27,8 @@
  * being stored inverted):
  *   DELETE_VERSION   the one key tkey_encode(..., ts)
  *   DELETE_VERSIONS  versions ts <= v < ts_end are the keys from
- *                    key(ts_end - 1) (the newest of them, so the smallest key)
+ *                    key(ts_end - 1) (the newest of them, so the smallest key;
+ *                    for ts_end = 0, no end, the column prefix)
  *                    up to and including key(ts); the exclusive bound after
  *                    key(ts) is key(ts - 1) -- nothing lies between the two,
  *                    since a valid cell key is never a prefix of another -- or,
@@ -332,8 +333,8 @@ static int add_mutation(struct mut *c, struct kv_batch *b, const struct tbl_muta
 			return r;
 		ts = m->ts;
 		if (ts == TBL_TS_NOW) {
-			if (!c->now)
-				c->now = tsch_now(c->db);
+			if (!c->now && (r = tsch_now(c->db, &c->now)) < 0)
+				return r;
 			ts = c->now;
 		}
 		tkey_encode(&c->key, c->t->id, c->row, f->id, q, ts);
@@ -348,14 +349,18 @@ static int add_mutation(struct mut *c, struct kv_batch *b, const struct tbl_muta
 		tkey_encode(&c->key, c->t->id, c->row, f->id, q, m->ts);
 		return add_delete(c, b, tree);
 	case TBL_DELETE_VERSIONS:
-		if (m->ts >= m->ts_end)
+		if (m->ts_end != 0 && m->ts >= m->ts_end)
 			return KV_ERROR(-EINVAL, "table %s, row \"%s\", column %s:%s: empty time "
 					"range [%llu, %llu)", c->t->name, c->row_text, f->name,
 					show(qt, q), (unsigned long long)m->ts,
 					(unsigned long long)m->ts_end);
 		if (!b)
 			return 0;
-		tkey_encode(&c->key, c->t->id, c->row, f->id, q, m->ts_end - 1);
+		/* ts_end 0: no end, as ts_max 0 on reads; the newest version is first */
+		if (m->ts_end == 0)
+			tkey_column_prefix(&c->key, c->t->id, c->row, f->id, q);
+		else
+			tkey_encode(&c->key, c->t->id, c->row, f->id, q, m->ts_end - 1);
 		buf_clear(&c->end);
 		if (m->ts > 0) {
 			tkey_encode(&c->end, c->t->id, c->row, f->id, q, m->ts - 1);
@@ -729,7 +734,10 @@ static int rmw_ts(struct mut *c, const struct tsch_family *f, struct slice q, in
 {
 	char qt[SHOW_BUF];
 
-	*ts = tsch_now(c->db);
+	int r = tsch_now(c->db, ts);
+
+	if (r < 0)
+		return r;
 	if (!present || newest_ts < *ts)
 		return 0;
 	if (newest_ts >= UINT64_MAX - 1)
