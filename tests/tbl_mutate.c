@@ -1585,7 +1585,7 @@ static void test_write_rows(void)
 
 int main(void)
 {
-	plan(406);
+	plan(408);
 	make_tmpdir("tbl_mutate");
 	db = open_db("db");
 	tbl_create_table(db, "t");

@@ -1521,7 +1521,7 @@ static void test_compact(void)
 
 int main(void)
 {
-	plan(255);
+	plan(283);
 	make_tmpdir("tbl_schema");
 	test_table_names();
 	test_error_text();

@@ -583,7 +583,7 @@ static int annotate(const struct sst *t, const char *what, uint64_t off, int err
 	char msg[768];
 
 	snprintf(msg, sizeof(msg), "%s", err_last());
-	err_set(0, __FILE__, __LINE__, "%s: %s block at offset %llu: %s", t->name, what,
+	err_set(err, __FILE__, __LINE__, "%s: %s block at offset %llu: %s", t->name, what,
 		(unsigned long long)off, msg);
 	return err;
 }
