@@ -57,6 +57,7 @@ struct repair {
 	uint64_t max_seq;          /* the largest sequence in a kept table */
 	int took_orphans;          /* tables added at level 0 from outside the manifest */
 	int unknown_trees;         /* the logs write to trees the manifest does not name */
+	uint64_t unknown_mutations;  /* in the log being scanned */
 	int lost_made;
 	unsigned dropped;          /* things reported as dropped */
 };
@@ -260,7 +261,7 @@ static int open_table(struct repair *rp, const char *path, struct sst **t)
 	if ((r = env_file_size(rp->env, path, &size)) < 0 ||
 	    (r = env_open_read(rp->env, path, &f)) < 0)
 		return r;
-	return sst_open(f, size, path, NULL, NULL, 0, t);
+	return sst_open(f, size, path, NULL, NULL, 0, t);   /* pread: these files may be damaged */
 }
 
 static void note_problem(void *arg, uint64_t off, const char *msg)
@@ -676,8 +677,10 @@ static int note_tree(void *arg, uint64_t seq, uint32_t tree, int type, struct sl
 	struct repair *rp = arg;
 
 	(void)seq; (void)type; (void)key; (void)value;
-	if (!vs_tree(rp->vs, tree))
+	if (!vs_tree(rp->vs, tree)) {
 		rp->unknown_trees = 1;
+		rp->unknown_mutations++;
+	}
 	return 0;
 }
 
@@ -688,7 +691,7 @@ static int note_tree(void *arg, uint64_t seq, uint32_t tree, int type, struct sl
  */
 static void find_unknown_trees(struct repair *rp, char **names, size_t n)
 {
-	for (size_t i = 0; i < n && !rp->unknown_trees; i++) {
+	for (size_t i = 0; i < n; i++) {
 		struct wal_reader *rd;
 		struct env_file *f;
 		struct slice rec;
@@ -701,11 +704,17 @@ static void find_unknown_trees(struct repair *rp, char **names, size_t n)
 		path = fname_log(rp->dir, num);
 		if (env_file_size(rp->env, path, &size) == 0 && env_open_read(rp->env, path, &f) == 0) {
 			rd = wal_reader_new(f, size, path);
-			while (!rp->unknown_trees && wal_read(rd, &rec) > 0 &&
-			       batch_check(rec, &count) == 0)
+			rp->unknown_mutations = 0;
+			while (wal_read(rd, &rec) > 0 && batch_check(rec, &count) == 0)
 				batch_apply(rec, count, note_tree, rp);
 			wal_reader_free(rd);
 			env_close(f);
+			if (rp->unknown_mutations) {
+				say(rp, "%s: %llu of its mutations are for trees the readable manifest "
+				    "does not name: they cannot be replayed, and are dropped",
+				    names[i], (unsigned long long)rp->unknown_mutations);
+				rp->dropped++;
+			}
 		}
 		free(path);
 	}
