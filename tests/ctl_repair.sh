@@ -62,15 +62,11 @@ repair_says() {
 	check $_r "$2"
 }
 
-echo "# a stray log of garbage"
+echo "# a stray log of garbage, the newest log"
 fresh garbage
-# not the newest log: damage in the newest one's tail is what a power cut
-# leaves, and an open drops it by itself; here the real log comes after it
-log=$(cd "$D" && ls | grep '\.log$')
-mv "$D/$log" "$D/001000.log"
 head -c 5000 /dev/urandom >"$D/000999.log"
 run -d "$D" check
-status_is 1 "check finds the database damaged"
+status_is 1 "check reports the damaged log"
 run -d "$D" scan t
 status_is 1 "and it does not open: a log that is garbage from its first byte is no torn tail"
 repaired "garbage log"
@@ -78,6 +74,22 @@ repair_says "000999.log: damaged from its first record" "repair names the log an
 test -f "$D/lost/000999.log" && test ! -e "$D/000999.log"
 check $? "the log is moved into lost/"
 exports 1 25001 "every row is there"
+
+echo "# a stray log of garbage before the newest log"
+fresh garbage2
+# damage in a log that is not the newest is not a power cut's torn tail
+log=$(cd "$D" && ls | grep '\.log$')
+mv "$D/$log" "$D/001000.log"
+head -c 5000 /dev/urandom >"$D/000999.log"
+run -d "$D" check
+status_is 1 "check finds the database damaged"
+run -d "$D" scan t
+status_is 1 "and it does not open"
+repaired "garbage log before the newest"
+repair_says "000999.log: damaged from its first record" "repair names the log and its damage"
+test -f "$D/lost/000999.log" && test ! -e "$D/000999.log"
+check $? "the log is moved into lost/"
+exports 1 25001 "every row is there, the newest log's too"
 
 echo "# a table a byte short"
 fresh short
