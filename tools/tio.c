@@ -1373,21 +1373,20 @@ static int row_line(struct importer *im, const struct json_value *root, uint64_t
 
 /* ------------------------------------------------------------ import: schema lines */
 
-static int name_char_ok(char c, int table)
-{
-	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-	       c == '-' || c == '_' || c == '.' || (table && (c == '#' || c == '$'));
-}
-
-/* The table layer's name rules (table.h), so that a dry run reports what a real run would. */
+/*
+ * The table layer's name rules (tbl_check_table_name, tbl_check_family_name),
+ * so that a dry run reports what a real run would; s is a JSON string, which
+ * may hold a NUL byte (never part of a name).
+ */
 static int name_ok(const char *s, size_t n, size_t max, int table)
 {
-	if (n == 0 || n > max || (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
+	char name[(TBL_MAX_NAME > TBL_MAX_FAMILY_NAME ? TBL_MAX_NAME : TBL_MAX_FAMILY_NAME) + 1];
+
+	if (n > max || n >= sizeof(name) || memchr(s, 0, n))
 		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (!name_char_ok(s[i], table))
-			return 0;
-	return 1;
+	memcpy(name, s, n);
+	name[n] = 0;
+	return (table ? tbl_check_table_name(name) : tbl_check_family_name(name)) == 0;
 }
 
 /* An unsigned setting no larger than max: 0 or BAD. */
