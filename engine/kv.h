@@ -92,7 +92,10 @@ struct kv_options {
 					  compression; default 1 */
 	size_t block_cache_size;       /* bytes of uncompressed blocks cached; default 64 MiB */
 	int bloom_bits_per_key;        /* default 10 (about 1% false positives); 0 = no filter */
-	int max_open_files;            /* SSTables kept open; default 1000 */
+	int max_open_files;            /* SSTables kept open; default 0: as many as the descriptor
+					  limit allows (kv_open raises the soft limit to the hard
+					  one and leaves a quarter, at least 64, for everything
+					  else); a larger number is cut down to that */
 	int read_tables_with_pread;    /* 1: read table blocks with pread(2) and a copy; 0 (the
 					  default): through a read-only map of each table, under a
 					  SIGBUS guard (a page that is gone is EIO, see smolfs(5)) */

@@ -1243,6 +1243,8 @@ static void test_trivial_moves(void)
 
 	kv_options_init(&o);
 	o.l0_compaction_trigger = 4;
+	/* tables of at least half the target size move; smaller ones are merged (below) */
+	o.target_file_size = 4096;
 	r = kv_open(dir, &o, &db);
 	is_int(r, 0, "trivial moves: open");
 	if (r < 0)
@@ -1309,6 +1311,73 @@ out:
 }
 
 /*
+ * A load in key order with small memtables: each flush writes a small
+ * level-0 table whose range overlaps nothing below.  Moving those down as
+ * they are would leave one small table per flush; they are merged (with the
+ * last small level-1 table) into tables of about the target size.
+ */
+static void test_small_tables_merge(void)
+{
+	struct kv_options o;
+	struct kv_db *db;
+	struct table_info *t;
+	char *dir = dbpath("smallmerge"), k[32], v[1000];
+	uint64_t rs = 42;
+	size_t n, deep = 0;
+	int r, small = 0, N = 3000;
+	unsigned long long bytes = 0;
+
+	kv_options_init(&o);
+	o.write_buffer_size = 32u << 10;
+	o.target_file_size = 512u << 10;
+	o.compression_level = 0;
+	r = kv_open(dir, &o, &db);
+	is_int(r, 0, "small tables: open");
+	if (r < 0)
+		goto out;
+	for (int i = 0; i < N && r == 0; i++) {
+		for (size_t j = 0; j < sizeof(v); j++)
+			v[j] = (char)('a' + (rand_next(&rs) % 26));
+		snprintf(k, sizeof(k), "key%06d", i);
+		r = kv_put(db, k, strlen(k), v, sizeof(v), 0);
+	}
+	is_int(r, 0, "small tables: %d puts in key order", N);
+	is_int(kv_flush(db), 0, "small tables: flush");
+	ok(wait_idle(db), "small tables: compaction settles");
+	t = tables(db, &n);
+	for (size_t i = 0; i < n; i++) {
+		if (t[i].level == 0)
+			continue;   /* the last flushes, not yet compacted */
+		deep++;
+		bytes += t[i].bytes;
+		small += t[i].bytes < o.target_file_size / 4;
+	}
+	free(t);
+	/*
+	 * ~3 MB in 32 KiB memtables: ~90 flushes.  A level-1 table at least half
+	 * the target size takes no more merging, so the tables are between half
+	 * the target (512 KiB) and all of it: at most about 12.
+	 */
+	ok(deep <= 2 * bytes / o.target_file_size + 2,
+	   "a load in key order leaves tables of about the target size below level 0 (%zu "
+	   "tables, %llu bytes)", deep, bytes);
+	ok(small <= 1, "at most one small table below level 0 (%d)", small);
+	for (int i = 0; i < N; i += 97) {
+		char *got = NULL;
+		size_t gl;
+		snprintf(k, sizeof(k), "key%06d", i);
+		r = kv_get(db, NULL, k, strlen(k), &got, &gl);
+		free(got);
+		if (r != 0 || gl != sizeof(v))
+			break;
+	}
+	is_int(r, 0, "small tables: every key reads back");
+	is_int(kv_close(db), 0, "small tables: close");
+out:
+	free(dir);
+}
+
+/*
  * The compression of a table depends on where it is written: the tree's
  * own zstd level where its data comes to rest (the deepest level holding
  * data, or deeper), zstd's fast level above, nothing if the tree has none.
@@ -1342,7 +1411,7 @@ int main(void)
 {
 	uint64_t t0 = now_micros();
 
-	plan(138);
+	plan(146);
 	make_tmpdir("kv_compaction");
 	diag("directory %s, scale %.3g", tmpdir, test_scale());
 	test_overwrites();
@@ -1357,6 +1426,7 @@ int main(void)
 	diag("%.1f s", (double)(now_micros() - t0) / 1e6);
 	test_raw_bytes_property();
 	test_trivial_moves();
+	test_small_tables_merge();
 	test_output_compression();
 	rm_rf(tmpdir);
 	return exit_status();

@@ -219,7 +219,7 @@ static void test_options(void)
 	is_int(o.compression_level, 1, "default compression_level is 1");
 	is_int(o.block_cache_size, 64u << 20, "default block_cache_size is 64 MiB");
 	is_int(o.bloom_bits_per_key, 10, "default bloom_bits_per_key is 10");
-	is_int(o.max_open_files, 1000, "default max_open_files is 1000");
+	is_int(o.max_open_files, 0, "default max_open_files is 0 (follows the descriptor limit)");
 	is_int(o.target_file_size, 4u << 20, "default target_file_size is 4 MiB");
 	is_int(o.max_bytes_level_base, 64u << 20, "default max_bytes_level_base is 64 MiB");
 	is_int(o.l0_compaction_trigger, 4, "default l0_compaction_trigger is 4");

@@ -167,7 +167,12 @@ int db_write_level0(struct kv_db *db, struct kv_tree *t, struct memtable *m,
 	if (r == 0)
 		r = sst_builder_finish(b, &props);
 	sst_builder_free(b);
-	r = finish_file(db, f, path, r == 0);
+	/* the builder's error comes first: a finish that succeeds cannot undo it */
+	{
+		int rf = finish_file(db, f, path, r == 0);
+		if (r == 0)
+			r = rf;
+	}
 	if (r == 0)
 		r = env_sync_dir(db->env, db->dir);
 out:
@@ -202,11 +207,16 @@ void *db_flush_main(void *arg)
 
 	pthread_mutex_lock(&db->mu);
 	while (!db->shutting_down) {
-		struct kv_tree *t = db->bg_error ? NULL : flush_candidate(db);
+		struct kv_tree *t;
 		struct version_edit edit;
 		uint64_t number;
 		int r;
 
+		if (db->bg_error) {
+			db_bg_wait(db);   /* until a transient error's retry */
+			continue;
+		}
+		t = flush_candidate(db);
 		if (!t) {
 			pthread_cond_wait(&db->work_cv, &db->mu);
 			continue;
@@ -229,11 +239,11 @@ void *db_flush_main(void *arg)
 		if (r == 0) {
 			mem_unref(t->imm);
 			t->imm = NULL;
+			db->bg_backoff = 0;
 			db_delete_obsolete_files(db);
 		} else {
-			db_log(db, KV_LOG_ERROR, "flush failed: %s", kv_strerror(r));
-			if (!db->bg_error)
-				db->bg_error = r;
+			/* imm stays, and so do the logs holding it: the retry writes it again */
+			db_set_bg_error(db, r, "flush");
 		}
 		pthread_cond_broadcast(&db->bg_cv);
 		pthread_cond_broadcast(&db->work_cv);
@@ -286,6 +296,38 @@ static void add_next_level(struct compaction *c)
 	slo = buf_slice(&lo);
 	shi = buf_slice(&hi);
 	c->in[1] = version_overlapping(c->v, c->level + 1, &slo, &shi, 0, &c->nin[1]);
+	buf_free(&lo);
+	buf_free(&hi);
+}
+
+/*
+ * Level-0 inputs that overlap nothing in level 1 would make level-1 tables
+ * no bigger than themselves: a load in key order with small memtables would
+ * leave thousands of small tables.  When the level-1 table just before the
+ * inputs' range (the one a load in key order wrote last) is smaller than
+ * half the target size, it joins the compaction, so the outputs grow to the
+ * target size.  Nothing lies between it and the range, so level 1 stays
+ * disjoint.
+ */
+static void add_small_neighbour(struct kv_db *db, struct compaction *c)
+{
+	struct buf lo = BUF_INIT, hi = BUF_INIT;
+	struct file_meta *prev = NULL;
+	size_t n = c->v->nfiles[1];
+
+	range_of(c->in[0], c->nin[0], &lo, &hi);
+	for (size_t i = 0; i < n; i++) {
+		struct file_meta *f = c->v->files[1][i];
+		if (slice_cmp(fm_smallest_user(f), buf_slice(&lo)) >= 0)
+			break;
+		prev = f;
+	}
+	if (prev && prev->size < db->opt.target_file_size / 2 &&
+	    slice_cmp(fm_largest_user(prev), buf_slice(&lo)) < 0) {
+		c->in[1] = xrealloc(c->in[1], sizeof(*c->in[1]));
+		c->in[1][0] = prev;
+		c->nin[1] = 1;
+	}
 	buf_free(&lo);
 	buf_free(&hi);
 }
@@ -358,6 +400,8 @@ static struct compaction *pick_compaction(struct kv_db *db)
 	}
 	c->out_level = c->level + 1;
 	add_next_level(c);
+	if (c->level == 0 && !c->manual && c->nin[1] == 0)
+		add_small_neighbour(db, c);
 	return c;
 }
 
@@ -378,7 +422,7 @@ static int by_smallest_user(const void *a, const void *b)
  * rewriting its level-0 tables: their first compaction is where the filter
  * first sees what was written (the table layer's garbage collection).
  */
-static int moves_trivially(const struct compaction *c)
+static int moves_trivially(struct kv_db *db, const struct compaction *c)
 {
 	struct file_meta **s;
 	int ok = 1;
@@ -387,6 +431,13 @@ static int moves_trivially(const struct compaction *c)
 		return 0;
 	if (c->level == 0 && c->tree->filter)
 		return 0;
+	/*
+	 * Small level-0 tables (small memtables) are merged instead, else a
+	 * load in key order leaves one tiny table per flush in every level.
+	 */
+	for (size_t i = 0; c->level == 0 && i < c->nin[0]; i++)
+		if (c->in[0][i]->size < db->opt.target_file_size / 2)
+			return 0;
 	if (c->nin[0] == 1)
 		return 1;
 	s = xmalloc(c->nin[0] * sizeof(*s));
@@ -608,7 +659,7 @@ static int run_compaction(struct kv_db *db, struct compaction *c)
 	bc.v = c->v;
 	bc.from_level = c->out_level + 1;
 
-	if (moves_trivially(c)) {
+	if (moves_trivially(db, c)) {
 		for (size_t i = 0; i < c->nin[0]; i++) {
 			struct file_meta *f = c->in[0][i];
 			edit_del_file(&cs.edit, c->level, f->number);
@@ -750,7 +801,11 @@ void *db_compact_main(void *arg)
 		struct compaction *c;
 		int r;
 
-		if (db->bg_error || !db_needs_compaction(db) || !(c = pick_compaction(db))) {
+		if (db->bg_error) {
+			db_bg_wait(db);   /* until a transient error's retry */
+			continue;
+		}
+		if (!db_needs_compaction(db) || !(c = pick_compaction(db))) {
 			if (db->manual && !db->bg_error) {
 				/* nothing to do at this level */
 				db->manual->done = 1;
@@ -772,11 +827,10 @@ void *db_compact_main(void *arg)
 		}
 		compaction_free(db, c);
 		if (r == 0) {
+			db->bg_backoff = 0;
 			db_delete_obsolete_files(db);
 		} else if (r != -ECANCELED) {
-			db_log(db, KV_LOG_ERROR, "compaction failed: %s", kv_strerror(r));
-			if (!db->bg_error)
-				db->bg_error = r;
+			db_set_bg_error(db, r, "compaction");
 		}
 		pthread_cond_broadcast(&db->bg_cv);
 	}

@@ -16,6 +16,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,7 +30,7 @@ void kv_options_init(struct kv_options *o)
 	o->compression_level = 1;
 	o->block_cache_size = 64u << 20;
 	o->bloom_bits_per_key = 10;
-	o->max_open_files = 1000;
+	o->max_open_files = 0;
 	o->target_file_size = 4u << 20;
 	o->max_bytes_level_base = 64u << 20;
 	o->l0_compaction_trigger = 4;
@@ -63,8 +64,8 @@ static void sanitize(struct kv_options *o)
 		o->block_restart_interval = 16;
 	if (o->compression_level < 0 || o->compression_level > 22)
 		o->compression_level = 1;
-	if (o->max_open_files < 16)
-		o->max_open_files = 16;
+	if (o->max_open_files < 0)
+		o->max_open_files = 0;
 	if (o->target_file_size < 4096)
 		o->target_file_size = 4096;
 	if (o->max_bytes_level_base < 4096)
@@ -75,6 +76,110 @@ static void sanitize(struct kv_options *o)
 		o->l0_slowdown_trigger = o->l0_compaction_trigger;
 	if (o->l0_stop_trigger < o->l0_slowdown_trigger)
 		o->l0_stop_trigger = o->l0_slowdown_trigger;
+}
+
+/*
+ * How many tables may be kept open.  The soft descriptor limit is raised to
+ * the hard one first (a database of thousands of tables needs them, and the
+ * soft limit is often 1024).  A quarter of the limit, at least 64, stays
+ * free for the logs, the manifest, the directory, compaction outputs and
+ * the front-end's own files.  want = 0 takes all the rest (up to 65536); a
+ * larger request than the rest is cut down to it, never below 16.
+ */
+static int table_budget(int want)
+{
+	struct rlimit rl;
+	uint64_t soft, spare, budget;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return want > 0 ? want : 1000;
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < rl.rlim_max) {
+		struct rlimit up = { rl.rlim_max, rl.rlim_max };
+		if (setrlimit(RLIMIT_NOFILE, &up) == 0)
+			rl = up;
+	}
+	soft = rl.rlim_cur == RLIM_INFINITY ? (1u << 20) : (uint64_t)rl.rlim_cur;
+	spare = soft / 4 < 64 ? 64 : soft / 4;
+	budget = soft > spare + 16 ? soft - spare : 16;
+	if (budget > 65536)
+		budget = 65536;
+	if (want <= 0 || (uint64_t)want > budget)
+		return (int)budget;
+	return want;
+}
+
+/* ------------------------------------------------------------ background errors */
+
+int db_error_transient(int err)
+{
+	switch (-err) {
+	case ENOSPC:
+	case EDQUOT:
+	case EIO:
+	case EMFILE:
+	case ENFILE:
+	case ENOMEM:
+	case EAGAIN:
+	case EINTR:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+#define BG_BACKOFF_MIN 10000u     /* 10 ms */
+#define BG_BACKOFF_MAX 1000000u   /* 1 s */
+
+void db_set_bg_error(struct kv_db *db, int err, const char *what)
+{
+	db_log(db, KV_LOG_ERROR, "%s failed: %s%s", what, kv_strerror(err),
+	       db_error_transient(err) ? " (will retry)" : "");
+	if (db->bg_error)
+		return;
+	db->bg_error = err;
+	snprintf(db->bg_error_msg, sizeof(db->bg_error_msg), "%s failed: %s", what,
+		 kv_strerror(err));
+	db->bg_backoff = db->bg_backoff ? db->bg_backoff * 2 : BG_BACKOFF_MIN;
+	if (db->bg_backoff > BG_BACKOFF_MAX)
+		db->bg_backoff = BG_BACKOFF_MAX;
+	db->bg_retry_at = now_micros() + db->bg_backoff;
+}
+
+int db_bg_check(struct kv_db *db)
+{
+	if (!db->bg_error)
+		return 0;
+	if (db_error_transient(db->bg_error) && now_micros() >= db->bg_retry_at) {
+		db_log(db, KV_LOG_INFO, "retrying after: %s", db->bg_error_msg);
+		db->bg_error = 0;
+		pthread_cond_broadcast(&db->work_cv);
+		return 0;
+	}
+	return KV_ERROR(db->bg_error, "%s", db->bg_error_msg);
+}
+
+void db_bg_wait(struct kv_db *db)
+{
+	struct timespec ts;
+	uint64_t now = now_micros(), wait;
+
+	if (!db_error_transient(db->bg_error)) {
+		pthread_cond_wait(&db->work_cv, &db->mu);
+		return;
+	}
+	if (now >= db->bg_retry_at) {
+		db_bg_check(db);
+		return;
+	}
+	wait = db->bg_retry_at - now;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)(wait / 1000000u);
+	ts.tv_nsec += (long)(wait % 1000000u) * 1000;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(&db->work_cv, &db->mu, &ts);
 }
 
 static char *log_path(struct kv_db *db, uint64_t number)
@@ -275,7 +380,12 @@ static int log_is_blank(struct kv_db *db, uint64_t number)
 	return r;
 }
 
-/* 1 if dir holds any table or manifest (the remains of a database). */
+/*
+ * 1 if dir holds any table, or a manifest that records more than an empty
+ * default tree: the remains of a database.  A directory holding only what a
+ * first open leaves before CURRENT exists (a log, an initial manifest,
+ * CURRENT.tmp) is still a new database: nothing in it was acknowledged.
+ */
 static int has_database_files(struct kv_db *db)
 {
 	char **names;
@@ -287,7 +397,14 @@ static int has_database_files(struct kv_db *db)
 	for (size_t i = 0; i < n && !found; i++) {
 		uint64_t num;
 		enum fname_kind k = fname_parse(names[i], &num);
-		found = k == FNAME_SST || k == FNAME_MANIFEST;
+		if (k == FNAME_SST) {
+			found = 1;
+		} else if (k == FNAME_MANIFEST) {
+			/* a first open killed before CURRENT was written leaves an initial one */
+			char *p = xasprintf("%s/%s", db->dir, names[i]);
+			found = !vs_manifest_is_initial(db->vs, p);
+			free(p);
+		}
 	}
 	env_free_list(names, n);
 	return found;
@@ -445,6 +562,7 @@ int kv_open(const char *dir, const struct kv_options *opt, struct kv_db **dbp)
 	/* one memtable's worth: what the last one flushed leaves for the next */
 	db->mem_pool = mem_pool_new(db->opt.write_buffer_size);
 	db->block_cache = cache_new(db->opt.block_cache_size);
+	db->opt.max_open_files = table_budget(db->opt.max_open_files);
 	db->tc = tcache_new(db->env, dir, db->opt.max_open_files, db->block_cache,
 			    &db->stats.bytes_read_sst);
 	tcache_set_no_map(db->tc, db->opt.read_tables_with_pread);
@@ -534,6 +652,54 @@ int kv_close(struct kv_db *db)
 /* ------------------------------------------------------------ writes */
 
 /*
+ * Start a new log and make it the one written.  The old one is synced first,
+ * so a later synced write never survives a power cut that an earlier write
+ * in the old log did not; unless it is broken (a failed append or fsync),
+ * when nothing more can be done for it: its records stay for replay, and a
+ * record cut short at its end reads as a torn tail.  On failure nothing
+ * changes and the next write tries again.  REQUIRES mu held; the caller
+ * leads the writers.
+ */
+static int switch_log(struct kv_db *db)
+{
+	uint64_t number;
+	struct env_file *f;
+	char *path;
+	int r;
+
+	if (!db->wal_broken && (r = wal_sync(db->wal)) < 0) {
+		db->wal_broken = 1;
+		return r;
+	}
+	number = vs_new_file_number(db->vs);
+	path = log_path(db, number);
+	r = env_open_log(db->env, path, &f);
+	if (r == 0) {
+		r = env_sync_dir(db->env, db->dir);
+		if (r < 0)
+			env_close(f);
+	}
+	free(path);
+	if (r < 0)
+		return r;
+	{
+		/* synced above: a failed close can only leave its reserved tail of
+		 * zeros, which replay takes for the end of the log */
+		int rc = wal_writer_free(db->wal);
+		if (rc < 0 && !db->wal_broken)
+			db_log(db, KV_LOG_WARN, "closing log %06llu: %s",
+			       (unsigned long long)db->wal_number, kv_strerror(rc));
+	}
+	if (db->wal_broken)
+		db_log(db, KV_LOG_INFO, "writes go on in log %06llu after log %06llu failed",
+		       (unsigned long long)number, (unsigned long long)db->wal_number);
+	db->wal = wal_writer_new(f);
+	db->wal_number = number;
+	db->wal_broken = 0;
+	return 0;
+}
+
+/*
  * Make sure every tree's active memtable has room, switching full ones (or,
  * with force, every non-empty one) to immutable behind a new log.  Slows each
  * write by 1 ms when a level 0 is crowded, and waits while a full tree's
@@ -546,9 +712,11 @@ static int make_room(struct kv_db *db, int force)
 	uint64_t t0;
 
 	for (;;) {
-		int l0 = 0, waiting = 0, switching = 0;
-		if (db->bg_error)
-			return db->bg_error;
+		int l0 = 0, waiting = 0, switching = 0, r;
+		if ((r = db_bg_check(db)) < 0)
+			return r;
+		if (db->wal_broken && (r = switch_log(db)) < 0)
+			return r;
 		for (size_t i = 0; i < db->ntrees; i++) {
 			struct kv_tree *t = db->trees[i];
 			int n0 = (int)t->vt->current->nfiles[0];
@@ -580,35 +748,8 @@ static int make_room(struct kv_db *db, int force)
 		}
 		if (!switching)
 			return 0;
-		/* switch: the old log is synced first, so a later synced write never
-		 * survives a power cut that an earlier write in the old log did not */
-		uint64_t number = vs_new_file_number(db->vs);
-		char *path = log_path(db, number);
-		struct env_file *f;
-		int r = wal_sync(db->wal);
-		if (r == 0)
-			r = env_open_log(db->env, path, &f);
-		if (r == 0) {
-			r = env_sync_dir(db->env, db->dir);
-			if (r < 0)
-				env_close(f);
-		}
-		free(path);
-		if (r < 0) {
-			db->bg_error = r;
-			pthread_cond_broadcast(&db->bg_cv);   /* kv_flush and kv_compact_range stop */
+		if ((r = switch_log(db)) < 0)
 			return r;
-		}
-		{
-			/* it was synced above: a failed close can only leave its reserved
-			 * tail of zeros, which replay takes for the end of the log */
-			int rc = wal_writer_free(db->wal);
-			if (rc < 0)
-				db_log(db, KV_LOG_WARN, "closing log %06llu: %s",
-				       (unsigned long long)db->wal_number, kv_strerror(rc));
-		}
-		db->wal = wal_writer_new(f);
-		db->wal_number = number;
 		for (size_t i = 0; i < db->ntrees; i++) {
 			struct kv_tree *t = db->trees[i];
 			int full = force ? mem_entries(t->mem) + mem_range_dels(t->mem) > 0
@@ -616,7 +757,7 @@ static int make_room(struct kv_db *db, int force)
 			if (t->dropped || !full || t->imm)
 				continue;
 			t->imm = t->mem;
-			t->imm_log_boundary = number;
+			t->imm_log_boundary = db->wal_number;
 			t->mem = mem_new_pooled(db->mem_pool);
 		}
 		force = 0;
@@ -775,11 +916,17 @@ int kv_write(struct kv_db *db, const struct kv_batch *b, unsigned flags)
 			db_count(&db->stats.bytes_written_wal, bytes + nrecs * WAL_HEADER);
 		}
 		pthread_mutex_lock(&db->mu);
-		if (r == 0)
+		if (r == 0) {
 			__atomic_store_n(&db->last_seq, seq, __ATOMIC_RELEASE);
-		else if (nrecs && !db->bg_error) {
-			db->bg_error = r;   /* the log may hold part of this group: stop writing */
-			pthread_cond_broadcast(&db->bg_cv);   /* and whoever waits for background work */
+		} else if (nrecs) {
+			/*
+			 * The log may hold part or all of this group: the next write
+			 * starts a new log, and the group's sequence numbers are used
+			 * up, so that a record of it that a reopen replays never shares
+			 * a sequence number with a later, acknowledged write.
+			 */
+			db->wal_broken = 1;
+			__atomic_store_n(&db->last_seq, seq, __ATOMIC_RELEASE);
 		}
 	}
 
@@ -1018,8 +1165,8 @@ int kv_flush(struct kv_db *db)
 		pthread_cond_broadcast(&db->work_cv);
 		pthread_cond_wait(&db->bg_cv, &db->mu);
 	}
-	if (r == 0)
-		r = db->bg_error;
+	if (r == 0 && db->bg_error)
+		r = KV_ERROR(db->bg_error, "%s", db->bg_error_msg);
 	pthread_mutex_unlock(&db->mu);
 	return r;
 }
@@ -1083,7 +1230,7 @@ int kv_compact_range_tree(struct kv_db *db, struct kv_tree *tree, const void *st
 				pthread_cond_wait(&db->bg_cv, &db->mu);
 			if (db->manual == &m)
 				db->manual = NULL;
-			r = m.done ? m.status : db->bg_error;
+			r = m.done ? m.status : KV_ERROR(db->bg_error, "%s", db->bg_error_msg);
 		}
 	}
 	pthread_mutex_unlock(&db->mu);
@@ -1351,10 +1498,8 @@ int kv_tree_open(struct kv_db *db, const char *name, const struct kv_tree_option
 	pthread_mutex_lock(&db->mu);
 	/* lead the writers: the tree list changes, and the leader reads it without the mutex */
 	lead_enter(db, &w);
-	if (db->bg_error) {
-		r = db->bg_error;
+	if ((r = db_bg_check(db)) < 0)
 		goto out;
-	}
 	vt = vs_tree_by_name(db->vs, name);
 	if (vt) {
 		t = db_tree_by_id(db, vt->id);
@@ -1407,7 +1552,7 @@ int kv_tree_drop(struct kv_db *db, struct kv_tree *t)
 	       !db->bg_error)
 		pthread_cond_wait(&db->bg_cv, &db->mu);
 	if (db->bg_error) {
-		r = db->bg_error;
+		r = KV_ERROR(db->bg_error, "%s", db->bg_error_msg);
 		goto out;
 	}
 	if (t->dropped) {

@@ -90,7 +90,17 @@ struct kv_db {
 	pthread_t flush_thread, compact_thread;
 	int threads_started;
 	int shutting_down;
-	int bg_error;                  /* first background error; writes fail with it */
+	/*
+	 * The first error of a flush or compaction; writes fail with it.  A
+	 * transient one (db_error_transient) is retried: the background thread
+	 * and the next writer clear it once bg_retry_at has passed, with a
+	 * backoff doubling from 10 ms to 1 s while the retries keep failing.
+	 */
+	int bg_error;
+	char bg_error_msg[512];        /* its sentence, naming the file */
+	uint64_t bg_retry_at;          /* now_micros() time of the next retry */
+	uint64_t bg_backoff;           /* microseconds; 0 after a success */
+	int wal_broken;                /* the log failed an append or fsync: the next write starts a new one */
 	int compacting;                /* the compaction thread is working */
 	int flush_requested;
 	struct manual_compaction *manual;
@@ -126,6 +136,19 @@ void db_pending_remove(struct kv_db *db, uint64_t number);
 int db_needs_compaction(struct kv_db *db);
 
 /* db.c */
+/* 1 for errors that may go away on their own: a full disk, an I/O error, no descriptors. */
+int db_error_transient(int err);
+/* Record a failed flush or compaction (what) and schedule its retry.  REQUIRES mu held. */
+void db_set_bg_error(struct kv_db *db, int err, const char *what);
+/*
+ * 0 if writes may go on (a transient background error whose retry time has
+ * come is cleared, and the background threads woken to retry), else the
+ * background error, with its sentence recorded for kv_strerror in the
+ * calling thread.  REQUIRES mu held.
+ */
+int db_bg_check(struct kv_db *db);
+/* A background thread's wait while bg_error is set: until its retry time, if it has one.  REQUIRES mu held. */
+void db_bg_wait(struct kv_db *db);
 struct kv_tree *db_tree(struct kv_db *db, const struct kv_tree *t);  /* NULL -> default */
 struct kv_tree *db_tree_by_id(struct kv_db *db, uint32_t id);
 void db_log(struct kv_db *db, enum kv_log_level level, const char *fmt, ...)

@@ -90,7 +90,7 @@ static int posix_open_read(struct kv_env *env, const char *path, struct env_file
 
 static int posix_open_append(struct kv_env *env, const char *path, struct env_file **out)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 
 	*out = NULL;
 	if (fd < 0)
@@ -156,7 +156,7 @@ static int posix_sync(struct env_file *ef)
 static int posix_open_log(struct kv_env *env, const char *path, struct env_file **out)
 {
 	/* read and write: a shared writable map needs both */
-	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	struct posix_file *f;
 
 	*out = NULL;
@@ -444,7 +444,7 @@ static int posix_truncate(struct kv_env *env, const char *path, uint64_t size)
 static int posix_mkdir(struct kv_env *env, const char *path)
 {
 	(void)env;
-	if (mkdir(path, 0755) < 0 && errno != EEXIST)
+	if (mkdir(path, 0700) < 0 && errno != EEXIST)
 		return err_path(errno, "mkdir", path);
 	return 0;
 }
@@ -550,7 +550,7 @@ static int lock_file(struct kv_env *env, const char *path, int shared, struct en
 		}
 	}
 	fd = shared ? open(path, O_RDONLY | O_CLOEXEC)
-		    : open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		    : open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		r = err_path(errno, "open lock file", path);
 		goto out;

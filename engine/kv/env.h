@@ -124,7 +124,9 @@ enum env_fault_op {
 	ENV_OP_SYNC   = 1 << 3,   /* sync and sync_dir */
 	ENV_OP_RENAME = 1 << 4,
 	ENV_OP_UNLINK = 1 << 5,
-	ENV_OP_WRITES = ENV_OP_OPEN | ENV_OP_APPEND | ENV_OP_SYNC | ENV_OP_RENAME | ENV_OP_UNLINK,
+	ENV_OP_SYNC_DIR = 1 << 6, /* sync_dir alone (ENV_OP_SYNC covers it too) */
+	ENV_OP_WRITES = ENV_OP_OPEN | ENV_OP_APPEND | ENV_OP_SYNC | ENV_OP_RENAME | ENV_OP_UNLINK |
+			ENV_OP_SYNC_DIR,
 	ENV_OP_ALL    = 0xff,
 };
 
@@ -144,6 +146,8 @@ void env_fault_free(struct kv_env *env);
  */
 void env_fault_inject(struct kv_env *env, unsigned ops_mask, long after, long count, int err,
 		      const char *match);
+/* How many calls the injection has failed so far (power cuts not counted). */
+long env_fault_injected(struct kv_env *env);
 /* Stop injecting (the counters of a power cut are reset too). */
 void env_fault_clear(struct kv_env *env);
 

@@ -59,6 +59,7 @@ struct fault_env {
 	long after, count;
 	int err;
 	char *match;
+	long injected;         /* calls failed by the injection */
 	/* power cut */
 	long cut_after;        /* < 0: none scheduled */
 	int cut;
@@ -139,6 +140,7 @@ static int fault_check(struct fault_env *fe, unsigned op, int writes, const char
 		} else if (fe->count != 0) {
 			if (fe->count > 0)
 				fe->count--;
+			fe->injected++;
 			return fe->err;
 		}
 	}
@@ -184,7 +186,8 @@ static int f_open_read(struct kv_env *e, const char *path, struct env_file **out
 	r = env_open_read(fe->base, path, &inner);
 	if (r < 0)
 		return r;
-	*out = &ff_new(fe, inner, NULL)->base;
+	/* the path is kept so that faults matching it hit its reads too */
+	*out = &ff_new(fe, inner, path)->base;
 	return 0;
 }
 
@@ -423,7 +426,7 @@ static int f_sync_dir(struct kv_env *e, const char *dir)
 	struct fault_env *fe = FE(e);
 	int r;
 
-	if ((r = check(fe, ENV_OP_SYNC, "fsync directory", dir)) < 0)
+	if ((r = check(fe, ENV_OP_SYNC | ENV_OP_SYNC_DIR, "fsync directory", dir)) < 0)
 		return r;
 	r = env_sync_dir(fe->base, dir);
 	if (r < 0)
@@ -618,6 +621,17 @@ void env_fault_inject(struct kv_env *e, unsigned ops_mask, long after, long coun
 	free(fe->match);
 	fe->match = match ? xstrdup(match) : NULL;
 	pthread_mutex_unlock(&fe->mu);
+}
+
+long env_fault_injected(struct kv_env *e)
+{
+	struct fault_env *fe = FE(e);
+	long n;
+
+	pthread_mutex_lock(&fe->mu);
+	n = fe->injected;
+	pthread_mutex_unlock(&fe->mu);
+	return n;
 }
 
 void env_fault_clear(struct kv_env *e)

@@ -784,6 +784,34 @@ out:
 	return r;
 }
 
+int vs_manifest_is_initial(struct version_set *vs, const char *path)
+{
+	struct wal_reader *rd = NULL;
+	struct env_file *f = NULL;
+	struct version_edit e;
+	struct slice rec;
+	uint64_t size;
+	int r = 0, initial = 0;
+
+	if (env_file_size(vs->env, path, &size) < 0 || env_open_read(vs->env, path, &f) < 0)
+		return 0;
+	rd = wal_reader_new(f, size, path);
+	initial = 1;
+	while (initial && (r = wal_read(rd, &rec)) > 0) {
+		if (edit_decode(&e, rec, path) < 0) {
+			initial = 0;
+			break;
+		}
+		initial = e.tree == 0 && e.nadds == 0 && e.ndels == 0 && !e.drop_tree;
+		edit_free(&e);
+	}
+	if (initial && r < 0)
+		initial = 0;   /* damage, not a write cut short */
+	wal_reader_free(rd);
+	env_close(f);
+	return initial;
+}
+
 /* One tree's whole state as one edit; the first also carries the global fields. */
 static void snapshot_edit(struct version_set *vs, struct vtree *t, int first,
 			  struct version_edit *e)
@@ -853,13 +881,20 @@ int vs_new_manifest(struct version_set *vs)
 		goto out;
 	/* CURRENT switches atomically: temporary file, fsync, rename, directory fsync */
 	if ((r = env_write_file(vs->env, tmp, line, strlen(line), NULL)) < 0 ||
-	    (r = env_rename(vs->env, tmp, cur)) < 0 || (r = env_sync_dir(vs->env, vs->dir)) < 0)
+	    (r = env_rename(vs->env, tmp, cur)) < 0)
 		goto out;
+	/*
+	 * From the rename on, CURRENT may name the new manifest, now or after a
+	 * crash: it is the one to use and must never be removed, even when the
+	 * directory fsync below fails (then the next edit switches again).
+	 */
 	if (vs->manifest)
 		wal_writer_free(vs->manifest);
 	vs->manifest = w;
 	vs->manifest_number = number;
 	w = NULL;
+	r = env_sync_dir(vs->env, vs->dir);
+	vs->manifest_stale = r < 0;
 out:
 	if (w) {
 		wal_writer_free(w);
@@ -904,13 +939,23 @@ int vs_log_and_apply(struct version_set *vs, struct version_edit *e)
 			return r;
 		version_unref(v);
 	}
+	/* a manifest whose tail is unknown is never appended to: start a new one */
+	if (vs->manifest_stale && (r = vs_new_manifest(vs)) < 0)
+		return r;
 	edit_encode(e, &rec);
 	r = wal_add(vs->manifest, buf_slice(&rec));
 	if (r == 0)
 		r = wal_sync(vs->manifest);
 	buf_free(&rec);
-	if (r < 0)
+	if (r < 0) {
+		/*
+		 * The edit may or may not be on disk.  It is not applied, and the
+		 * next edit goes to a new manifest written from memory, so what a
+		 * reopen finds never depends on how much of this one landed.
+		 */
+		vs->manifest_stale = 1;
 		return r;
+	}
 	return apply_edit(vs, e, "manifest");
 }
 

@@ -165,6 +165,12 @@ struct version_set {
 	uint64_t manifest_number;
 	uint32_t next_tree;           /* ids are never reused: old logs may name dropped ones */
 	struct wal_writer *manifest;
+	/*
+	 * The manifest failed an append or fsync (its tail is unknown), or the
+	 * directory fsync after CURRENT named it failed: the next edit first
+	 * writes a whole new manifest and switches CURRENT again.
+	 */
+	int manifest_stale;
 	struct vtree **trees;         /* index = position, not id */
 	size_t ntrees;
 	struct version live;          /* list head of live versions */
@@ -194,8 +200,19 @@ void vs_init_empty(struct version_set *vs);
 int vs_log_and_apply(struct version_set *vs, struct version_edit *e);
 /* Apply edit to the current version without logging it (recovery, before a new manifest). */
 int vs_apply_only(struct version_set *vs, struct version_edit *e);
-/* Write a new manifest holding the whole state and point CURRENT at it. */
+/*
+ * Write a new manifest holding the whole state and point CURRENT at it.  If
+ * only the directory fsync after the rename fails, CURRENT may already name
+ * the new manifest: it is kept and used (never unlinked), the error is
+ * returned and manifest_stale set, so the next edit switches once more.
+ */
 int vs_new_manifest(struct version_set *vs);
+/*
+ * 1 if the manifest at path is what a first open that never finished leaves
+ * behind: empty, cut short, or the default tree alone with no table; 0 if it
+ * holds anything else (or cannot be read).
+ */
+int vs_manifest_is_initial(struct version_set *vs, const char *path);
 uint64_t vs_new_file_number(struct version_set *vs);
 
 void version_ref(struct version *v);
