@@ -1,0 +1,254 @@
+/*
+ * kv_enospc.c -- a real full disk: a small tmpfs mounted by the test.
+ *
+ * Each round fills the file system through kv_put (small memtables, so
+ * flushes and compactions run into the full disk too) until the engine
+ * reports an error, which must be ENOSPC: never a success that is then
+ * lost.  Then a filler file placed beforehand is removed; writes must
+ * resume without a reopen, a flush must succeed, and after closing and
+ * reopening every acknowledged write must be there with its value.
+ *
+ * Mounting needs root (CI runs as root): as another user the test is
+ * skipped.  The test runs in a child process and the parent unmounts the
+ * file system whatever happens to the child.
+ */
+#include "kv.h"
+#include "util.h"
+#include "tap.h"
+
+#include <ftw.h>
+#include <stdlib.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define FS_SIZE   (8u << 20)
+#define FILLER    (2u << 20)
+#define MAX_PUTS  200000
+
+static char mnt[512];
+
+static void quiet(void *arg, enum kv_log_level level, const char *msg)
+{
+	(void)arg; (void)level; (void)msg;
+}
+
+/* The value of key i: incompressible bytes, the same every time. */
+static size_t value_of(char *v, size_t len, int i)
+{
+	uint64_t s = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1);
+
+	for (size_t j = 0; j < len; j++)
+		v[j] = (char)(rand_next(&s) >> 24);
+	return len;
+}
+
+static int key_of(char *k, int i)
+{
+	return snprintf(k, 32, "key%08d", i);
+}
+
+static int put_one(struct kv_db *db, int i, size_t vlen, unsigned flags)
+{
+	char k[32], v[4096];
+	int kl = key_of(k, i);
+
+	value_of(v, vlen, i);
+	return kv_put(db, k, (size_t)kl, v, vlen, flags);
+}
+
+/* Keys [0, n) with ack[i] set must read back; returns how many do not. */
+static int missing(struct kv_db *db, const unsigned char *ack, int n, size_t vlen)
+{
+	int bad = 0;
+
+	for (int i = 0; i < n; i++) {
+		char k[32], v[4096], *got = NULL;
+		size_t gl;
+		int kl, r;
+
+		if (!ack[i])
+			continue;
+		kl = key_of(k, i);
+		value_of(v, vlen, i);
+		r = kv_get(db, NULL, k, (size_t)kl, &got, &gl);
+		if (r != 0 || gl != vlen || memcmp(got, v, vlen)) {
+			if (!bad)
+				diag("key%08d: %s", i, r ? kv_strerror(r) : "wrong value");
+			bad++;
+		}
+		free(got);
+	}
+	return bad;
+}
+
+static int make_filler(const char *path)
+{
+	FILE *f = fopen(path, "w");
+	char buf[65536];
+	int ok = f != NULL;
+
+	memset(buf, 'f', sizeof(buf));
+	for (size_t n = 0; ok && n < FILLER; n += sizeof(buf))
+		ok = fwrite(buf, 1, sizeof(buf), f) == sizeof(buf);
+	if (f && fclose(f) != 0)
+		ok = 0;
+	return ok ? 0 : -1;
+}
+
+struct round {
+	const char *name;
+	size_t write_buffer, vlen;
+	unsigned flags;
+};
+
+static long total_acked, total_lost;
+
+static void run_round(const struct round *rd)
+{
+	char *dir = xasprintf("%s/db", mnt), *filler = xasprintf("%s/filler", mnt);
+	unsigned char *ack = xcalloc(MAX_PUTS, 1);
+	struct kv_options o;
+	struct kv_db *db = NULL;
+	int r = 0, i, n, first_err = 0, acked = 0, lost;
+
+	kv_destroy(dir, NULL);
+	rmdir(dir);
+	if (make_filler(filler) < 0) {
+		ok(0, "%s: a filler file of %u bytes", rd->name, FILLER);
+		goto out;
+	}
+	kv_options_init(&o);
+	o.write_buffer_size = rd->write_buffer;
+	o.target_file_size = 256u << 10;
+	o.max_bytes_level_base = 1u << 20;
+	o.log = quiet;
+	r = kv_open(dir, &o, &db);
+	if (!is_int(r, 0, "%s: open on an %u MiB tmpfs", rd->name, FS_SIZE >> 20))
+		goto out;
+	/* fill it: every put either returns 0 (and must survive) or an error */
+	for (i = 0; i < MAX_PUTS; i++) {
+		r = put_one(db, i, rd->vlen, rd->flags);
+		if (r == 0 && i % 500 == 499)
+			r = kv_flush(db);
+		if (r != 0)
+			break;
+		ack[i] = 1;
+		acked++;
+	}
+	first_err = r;
+	is_int(first_err, -ENOSPC, "%s: the full disk surfaces as ENOSPC after %d writes (%s)",
+	       rd->name, acked, r ? kv_strerror(r) : "never");
+	n = i + 1;
+	/* while it is full, no put may pretend; those that succeed count as acknowledged */
+	for (int j = 0; j < 20; j++, n++) {
+		r = put_one(db, n, rd->vlen, rd->flags);
+		if (r == 0) {
+			ack[n] = 1;
+			acked++;
+		} else if (r != -ENOSPC) {
+			break;
+		}
+	}
+	ok(r == 0 || r == -ENOSPC, "%s: while the disk is full, writes fail with ENOSPC or succeed "
+	   "(%s)", rd->name, r ? kv_strerror(r) : "ok");
+	/* free space: writes must resume without a reopen */
+	unlink(filler);
+	for (int t = 0; t < 1000; t++) {
+		if ((r = put_one(db, n, rd->vlen, rd->flags)) == 0)
+			break;
+		usleep(5000);
+	}
+	if (is_int(r, 0, "%s: with space freed, writes resume without a reopen (%s)", rd->name,
+		   r ? kv_strerror(r) : "ok")) {
+		ack[n++] = 1;
+		acked++;
+	}
+	for (int j = 0; j < 100 && r == 0; j++, n++) {
+		r = put_one(db, n, rd->vlen, rd->flags);
+		if (r == 0) {
+			ack[n] = 1;
+			acked++;
+		}
+	}
+	if (r == 0)
+		r = kv_flush(db);
+	is_int(r, 0, "%s: and so do flushes (%s)", rd->name, r ? kv_strerror(r) : "ok");
+	lost = missing(db, ack, n, rd->vlen);
+	is_int(lost, 0, "%s: every acknowledged write reads back before the reopen", rd->name);
+	r = kv_close(db);
+	db = NULL;
+	is_int(r, 0, "%s: close (%s)", rd->name, r ? kv_strerror(r) : "ok");
+	r = kv_open(dir, &o, &db);
+	if (!is_int(r, 0, "%s: reopen (%s)", rd->name, r ? kv_strerror(r) : "ok"))
+		goto out;
+	lost = missing(db, ack, n, rd->vlen);
+	is_int(lost, 0, "%s: after the reopen all %d acknowledged writes are there", rd->name, acked);
+	total_acked += acked;
+	total_lost += lost;
+	is_int(kv_close(db), 0, "%s: close again", rd->name);
+	db = NULL;
+out:
+	if (db)
+		kv_close(db);
+	kv_destroy(dir, NULL);
+	rmdir(dir);
+	unlink(filler);
+	free(ack);
+	free(dir);
+	free(filler);
+}
+
+static const struct round rounds[] = {
+	{ "256 KiB memtables, 1000-byte values", 256u << 10, 1000, 0 },
+	{ "64 KiB memtables, synced writes", 64u << 10, 1000, KV_SYNC },
+	{ "1 MiB memtables, 100-byte values", 1u << 20, 100, 0 },
+};
+
+static int child(void)
+{
+	plan((int)(sizeof(rounds) / sizeof(rounds[0])) * 10);
+	for (size_t i = 0; i < sizeof(rounds) / sizeof(rounds[0]); i++)
+		run_round(&rounds[i]);
+	printf("# writes acknowledged: %ld, lost: %ld\n", total_acked, total_lost);
+	return exit_status();
+}
+
+int main(void)
+{
+	const char *base = getenv("TMPDIR");
+	char opts[64];
+	pid_t pid;
+	int st = 0;
+
+	snprintf(mnt, sizeof(mnt), "%s/smolfs-enospc-XXXXXX", base && *base ? base : "/tmp");
+	if (!mkdtemp(mnt)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	snprintf(opts, sizeof(opts), "size=%u,mode=0700", FS_SIZE);
+	if (mount("tmpfs", mnt, "tmpfs", MS_NOSUID | MS_NODEV, opts) != 0) {
+		int e = errno;
+		rmdir(mnt);
+		if (geteuid() != 0)
+			skip_all("mounting a tmpfs needs root");
+		printf("1..1\nnot ok 1 - mount a %u MiB tmpfs as root: %s\n", FS_SIZE >> 20,
+		       strerror(e));
+		return 1;
+	}
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0)
+		_exit(child());
+	if (pid < 0 || waitpid(pid, &st, 0) < 0)
+		st = -1;
+	if (umount2(mnt, MNT_DETACH) != 0)
+		fprintf(stderr, "umount %s: %s\n", mnt, strerror(errno));
+	rmdir(mnt);
+	if (st == -1 || !WIFEXITED(st)) {
+		printf("# the test process %s\n", st == -1 ? "could not run" : "was killed");
+		return 1;
+	}
+	return WEXITSTATUS(st);
+}
