@@ -368,7 +368,7 @@ static void io_error_trial(int t, uint64_t seed, struct plan *p)
 	int r, P;
 	char why[300];
 	const char *what = op == ENV_OP_APPEND ? "append" : "fsync";
-	struct tap_part part = part_begin(6);
+	struct tap_part part = part_begin(7);
 
 	crash_options(&o, fe);
 	r = kv_open(dir, &o, &db);
@@ -381,7 +381,7 @@ static void io_error_trial(int t, uint64_t seed, struct plan *p)
 	if (p->failed_with == 0) {
 		/* the fault never came (too few log calls): nothing to check but the data */
 		diag("io trial %d: the %s fault after %ld calls never triggered", t, what, after);
-		skip(2, "the fault never triggered");
+		skip(3, "the fault never triggered");
 	} else {
 		is_int(p->failed_with, err,
 		       "io trial %d: a failed log %s makes kv_write return its error", t,
