@@ -823,19 +823,17 @@ static void lead_leave(struct kv_db *db, struct writer *w)
 static int sync_committed(struct kv_db *db)
 {
 	struct writer w;
-	int r;
+	int r, failed = 0;
 
 	pthread_mutex_lock(&db->mu);
 	lead_enter(db, &w);
-	r = db->bg_error;
+	r = db_bg_check(db);
 	pthread_mutex_unlock(&db->mu);
-	if (r == 0)
-		r = wal_sync(db->wal);
+	if (r == 0 && (r = wal_sync(db->wal)) < 0)
+		failed = 1;   /* a broken log keeps failing: its error is returned */
 	pthread_mutex_lock(&db->mu);
-	if (r < 0 && !db->bg_error) {
-		db->bg_error = r;   /* a failed fsync may have lost what it was to keep */
-		pthread_cond_broadcast(&db->bg_cv);
-	}
+	if (failed)
+		db->wal_broken = 1;   /* a failed fsync may have lost what it was to keep */
 	lead_leave(db, &w);
 	pthread_mutex_unlock(&db->mu);
 	return r;
