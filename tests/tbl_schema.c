@@ -1519,9 +1519,44 @@ static void test_compact(void)
 	free(dir);
 }
 
+/*
+ * The ttl's boundary, to the microsecond: a version exactly ttl old is
+ * kept, one a microsecond older is not (the one rule reads and the
+ * compaction filter share); and through reads, a version a fraction of a
+ * second past its ttl is already gone while one well inside it is there.
+ */
+static void test_ttl_boundary(void)
+{
+	struct tsch_family f = { .id = 1 };
+	uint64_t now = UINT64_C(1700000000000000), wall;
+	char *dir = fresh_dir("ttl-boundary");
+	struct tbl_db *db = open_db(dir);
+	struct tbl_family_settings minute = settings(CELL_STRING, 0, 60, "default", 1);
+	struct tbl_cell_stat st;
+
+	f.s.ttl = 10;
+	ok(tsch_gc_keeps(&f, now - 10 * UINT64_C(1000000), 0, now),
+	   "ttl rule: a version exactly ttl old is kept");
+	ok(!tsch_gc_keeps(&f, now - 10 * UINT64_C(1000000) - 1, 0, now),
+	   "ttl rule: a version one microsecond older than the ttl is not");
+	ok(tsch_gc_keeps(&f, now + 1000, 0, now), "ttl rule: a version in the future is kept");
+
+	tbl_create_table(db, "s");
+	tbl_add_family(db, "s", "m", &minute);
+	wall = tsch_wall();
+	put_str(db, "s", "r", "m", "late", wall - 60 * UINT64_C(1000000) - 300000, "x");
+	put_str(db, "s", "r", "m", "fresh", wall - 30 * UINT64_C(1000000), "y");
+	is_int(tbl_stat_cell(db, NULL, "s", "r", 1, "m", "late", 4, TBL_TS_NEWEST, &st), -ENOENT,
+	       "a version 0.3 s past its ttl of 60 s is not read");
+	is_int(tbl_stat_cell(db, NULL, "s", "r", 1, "m", "fresh", 5, TBL_TS_NEWEST, &st), 0,
+	       "a version 30 s old is read");
+	close_db(db);
+	free(dir);
+}
+
 int main(void)
 {
-	plan(283);
+	plan(288);
 	make_tmpdir("tbl_schema");
 	test_table_names();
 	test_error_text();
@@ -1541,6 +1576,7 @@ int main(void)
 	test_now();
 	test_schema_vs_compaction();
 	test_compact();
+	test_ttl_boundary();
 	rm_rf(tmpdir);
 	return exit_status();
 }
