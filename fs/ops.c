@@ -1071,6 +1071,14 @@ struct dent {
 	int plus;                   /* hand the kernel a lookup with it */
 };
 
+/* Where a family listing stands: 0 before ".", 1 after ".", 2 after "..", 3 after (q, ts). */
+struct dpos {
+	int phase;
+	void *q;
+	size_t q_len;
+	uint64_t ts;
+};
+
 struct fs_dir {
 	pthread_mutex_t lock;
 	struct fs_node *node;
@@ -1090,7 +1098,21 @@ struct fs_dir {
 	size_t ne, epos;
 	struct dent cur;            /* an entry produced and not yet given */
 	int have_cur;
+	/*
+	 * A family of a row: streamed from a column listing opened for each
+	 * reply after the last entry given, so that cells created or removed
+	 * meanwhile are neither skipped nor repeated.  at[i] is the position
+	 * after the entry at offset at_base + i, for the offsets of the last
+	 * reply only: the memory is that of one reply, whatever the family.
+	 */
+	struct tbl_columns *cols;
+	int cdone;
+	struct dpos *at;
+	size_t nat, cat;
+	off_t at_base;
+	struct dpos cur_pos;        /* the position after cur (q its own copy) */
 };
+
 
 static void dent_free(struct dent *d)
 {
@@ -1130,6 +1152,18 @@ static void dir_reset(struct fs_dir *d)
 	d->have_cur = 0;
 	d->phase = 0;
 	d->next_off = 0;
+	if (d->cols)
+		tbl_columns_free(d->cols);
+	d->cols = NULL;
+	d->cdone = 0;
+	for (i = 0; i < d->nat; i++)
+		free(d->at[i].q);
+	free(d->at);
+	d->at = NULL;
+	d->nat = d->cat = 0;
+	d->at_base = 0;
+	free(d->cur_pos.q);
+	memset(&d->cur_pos, 0, sizeof(d->cur_pos));
 }
 
 /* Fill an entry: name (copied), and what it stands for (keys copied). */
@@ -1242,57 +1276,6 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/*
- * The cells of one family of a row: q for each newest version, q@ts for the
- * older ones, from a listing that reads no value.
- */
-static int load_rowfam(struct fs *fs, struct fs_dir *d, size_t *cap)
-{
-	const struct fs_node *n = d->node;
-	struct tbl_columns *cols = NULL;
-	const struct tbl_column *c;
-	int rc;
-
-	rc = tbl_columns_new(fs->db, NULL, n->table, n->row, n->row_len, n->family, NULL, 0, 0,
-			     TBL_COLUMNS_VERSIONS, &cols);
-	if (rc == -ENOENT || rc == -EINVAL)
-		return 0;   /* the family was dropped meanwhile: nothing to list */
-	if (rc < 0)
-		return rc;
-	while ((rc = tbl_columns_next(cols, &c)) > 0) {
-		char name[FS_NAME_MAX + 1];
-		size_t len;
-		struct fs_node t;
-		struct stat st;
-
-		rc = fs_name_version(c->qualifier, c->qualifier_len, c->newest ? 0 : c->ts, name,
-				     &len);
-		if (rc == -ENAMETOOLONG) {
-			fuse_log(FUSE_LOG_WARNING, "smolfs: table %s: a qualifier of %zu bytes has "
-				 "no name within NAME_MAX; not listed\n", n->table,
-				 c->qualifier_len);
-			continue;
-		}
-		if (rc < 0)
-			break;
-		memset(&t, 0, sizeof(t));
-		t.kind = FS_CELL;
-		t.table = n->table;
-		t.family = n->family;
-		t.row = n->row;
-		t.row_len = n->row_len;
-		t.qual = (void *)c->qualifier;
-		t.qual_len = c->qualifier_len;
-		t.ts = c->newest ? 0 : c->ts;
-		fill_file(fs, fs_child_ino(fs, n->ino, name, len), c->text_size, c->ts, &st);
-		rc = push_dent(d, cap, name, len, &t, &st, 1);
-		if (rc < 0)
-			break;
-	}
-	tbl_columns_free(cols);
-	return rc < 0 ? rc : 0;
-}
-
 /* The families of a row that hold cells, and its empty ones in memory. */
 static int load_row(struct fs *fs, struct fs_dir *d, size_t *cap)
 {
@@ -1393,9 +1376,6 @@ static int dir_load(struct fs *fs, struct fs_dir *d)
 		break;   /* lists nothing: find, du and rsync never walk a table twice */
 	case FS_ROW:
 		rc = load_row(fs, d, &cap);
-		break;
-	case FS_ROWFAM:
-		rc = load_rowfam(fs, d, &cap);
 		break;
 	default:
 		rc = -ENOTDIR;
@@ -1573,14 +1553,184 @@ got:
 	return 1;
 }
 
+/* ------------------------------------------------- a family of a row, streamed */
+
+/* Close the listing and drop the entry not given: nothing held between replies. */
+static void rowfam_pause(struct fs_dir *d)
+{
+	if (d->cols)
+		tbl_columns_free(d->cols);
+	d->cols = NULL;
+	d->cdone = 0;
+	if (d->have_cur)
+		dent_free(&d->cur);
+	d->have_cur = 0;
+	free(d->cur_pos.q);
+	memset(&d->cur_pos, 0, sizeof(d->cur_pos));
+}
+
+/* Keep only the position at offset off, which at[] holds. */
+static void at_keep(struct fs_dir *d, off_t off)
+{
+	size_t k = (size_t)(off - d->at_base), i;
+
+	for (i = 0; i < d->nat; i++)
+		if (i != k)
+			free(d->at[i].q);
+	d->at[0] = d->at[k];
+	d->nat = 1;
+	d->at_base = off;
+	d->next_off = off;
+}
+
+/*
+ * The next entry of a family of a row into d->cur, and the position after
+ * it into d->cur_pos: ".", "..", then q for each newest version and q@ts for
+ * the older ones, from a listing that reads no value, opened after the
+ * position of the last entry given.  0 at the end, 1 with an entry.
+ */
+static int rowfam_next(struct fs *fs, struct fs_dir *d)
+{
+	const struct fs_node *n = d->node;
+	const struct dpos *p = &d->at[d->nat - 1];
+	const struct tbl_column *c;
+	struct fs_node t;
+	struct stat st;
+	int rc;
+
+	if (d->nat == d->cat) {   /* room for the position of this entry once given */
+		size_t nc = d->cat * 2;
+		struct dpos *v = realloc(d->at, nc * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		d->at = v;
+		d->cat = nc;
+		p = &d->at[d->nat - 1];
+	}
+	memset(&t, 0, sizeof(t));
+	memset(&d->cur_pos, 0, sizeof(d->cur_pos));
+	if (p->phase < 2) {
+		fill_dir(fs, p->phase == 0 ? n->ino : (n->parent ? n->parent : FUSE_ROOT_ID), &st);
+		t.kind = n->kind;
+		rc = dent_set(&d->cur, p->phase == 0 ? "." : "..", (size_t)p->phase + 1, &t);
+		if (rc < 0) {
+			dent_free(&d->cur);
+			return rc;
+		}
+		d->cur.st = st;
+		d->cur.plus = 0;
+		d->cur_pos.phase = p->phase + 1;
+		d->have_cur = 1;
+		return 1;
+	}
+	if (d->cdone)
+		return 0;
+	if (!d->cols) {
+		rc = tbl_columns_new(fs->db, NULL, n->table, n->row, n->row_len, n->family,
+				     p->phase == 3 ? p->q : NULL, p->phase == 3 ? p->q_len : 0,
+				     p->ts, TBL_COLUMNS_VERSIONS, &d->cols);
+		if (rc == -ENOENT || rc == -EINVAL) {
+			d->cdone = 1;   /* the family was dropped meanwhile: nothing to list */
+			return 0;
+		}
+		if (rc < 0)
+			return rc;
+	}
+	for (;;) {
+		char name[FS_NAME_MAX + 1];
+		size_t len;
+
+		rc = tbl_columns_next(d->cols, &c);
+		if (rc == 0) {
+			tbl_columns_free(d->cols);
+			d->cols = NULL;
+			d->cdone = 1;
+		}
+		if (rc <= 0)
+			return rc;
+		rc = fs_name_version(c->qualifier, c->qualifier_len, c->newest ? 0 : c->ts, name,
+				     &len);
+		if (rc == -ENAMETOOLONG) {
+			fuse_log(FUSE_LOG_WARNING, "smolfs: table %s: a qualifier of %zu bytes has "
+				 "no name within NAME_MAX; not listed\n", n->table,
+				 c->qualifier_len);
+			continue;
+		}
+		if (rc < 0)
+			return rc;
+		t.kind = FS_CELL;
+		t.table = n->table;
+		t.family = n->family;
+		t.row = n->row;
+		t.row_len = n->row_len;
+		t.qual = (void *)c->qualifier;
+		t.qual_len = c->qualifier_len;
+		t.ts = c->newest ? 0 : c->ts;
+		fill_file(fs, fs_child_ino(fs, n->ino, name, len), c->text_size, c->ts, &st);
+		d->cur_pos.q = malloc(c->qualifier_len ? c->qualifier_len : 1);
+		if (!d->cur_pos.q)
+			return -ENOMEM;
+		memcpy(d->cur_pos.q, c->qualifier, c->qualifier_len);
+		d->cur_pos.q_len = c->qualifier_len;
+		d->cur_pos.ts = c->ts;
+		d->cur_pos.phase = 3;
+		rc = dent_set(&d->cur, name, len, &t);
+		if (rc < 0) {
+			dent_free(&d->cur);
+			free(d->cur_pos.q);
+			d->cur_pos.q = NULL;
+			return rc;
+		}
+		d->cur.st = st;
+		d->cur.plus = 1;
+		d->have_cur = 1;
+		return 1;
+	}
+}
+
+static int dir_peek(struct fs *fs, struct fs_dir *d, struct dent **out);
+static void dir_consume(struct fs_dir *d);
+
+/*
+ * Place a family listing at offset off: after the entry the last reply gave
+ * at that offset (the usual case, including a reply the kernel took only in
+ * part), else (a seekdir to an older offset) from the start, counting.
+ */
+static int rowfam_seek(struct fs *fs, struct fs_dir *d, off_t off)
+{
+	struct dent *e;
+	int rc;
+
+	if (off > 0 && d->nat && off >= d->at_base && off < d->at_base + (off_t)d->nat) {
+		rowfam_pause(d);
+		at_keep(d, off);
+		return 0;
+	}
+	dir_reset(d);
+	d->at = calloc(16, sizeof(*d->at));
+	if (!d->at)
+		return -ENOMEM;
+	d->cat = 16;
+	d->nat = 1;   /* phase 0: before "." */
+	while (d->next_off < off) {
+		rc = dir_peek(fs, d, &e);
+		if (rc <= 0)
+			return rc;
+		dir_consume(d);
+		at_keep(d, d->next_off);   /* the listing stays open */
+	}
+	return 0;
+}
+
 /* The next entry to give, in d->cur (streamed) or d->ents[d->pos]. */
 static int dir_peek(struct fs *fs, struct fs_dir *d, struct dent **out)
 {
 	int rc;
 
-	if (streamed(d->node->kind)) {
+	if (streamed(d->node->kind) || d->node->kind == FS_ROWFAM) {
 		if (!d->have_cur) {
-			rc = stream_next(fs, d);
+			rc = d->node->kind == FS_ROWFAM ? rowfam_next(fs, d) : stream_next(fs, d);
 			if (rc <= 0)
 				return rc;
 		}
@@ -1600,7 +1750,12 @@ static int dir_peek(struct fs *fs, struct fs_dir *d, struct dent **out)
 
 static void dir_consume(struct fs_dir *d)
 {
-	if (streamed(d->node->kind)) {
+	if (d->node->kind == FS_ROWFAM) {   /* rowfam_next made room in at[] */
+		d->at[d->nat++] = d->cur_pos;
+		memset(&d->cur_pos, 0, sizeof(d->cur_pos));
+		dent_free(&d->cur);
+		d->have_cur = 0;
+	} else if (streamed(d->node->kind)) {
 		dent_free(&d->cur);
 		d->have_cur = 0;
 	} else {
@@ -1660,7 +1815,12 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (!buf)
 		return reply_err(req, -ENOMEM, "readdir", d->node);
 	pthread_mutex_lock(&d->lock);
-	if (off != d->next_off || off == 0) {
+	if (d->node->kind == FS_ROWFAM) {
+		rc = rowfam_seek(fs, d, off);
+		if (rc < 0)
+			goto out;
+		rc = 0;
+	} else if (off != d->next_off || off == 0) {
 		dir_reset(d);
 		while (d->next_off < off) {
 			struct dent *e;
@@ -1724,6 +1884,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		dir_consume(d);
 	}
 out:
+	if (d->node->kind == FS_ROWFAM)
+		rowfam_pause(d);
 	pthread_mutex_unlock(&d->lock);
 	if (rc < 0) {
 		reply_err(req, rc, "readdir", d->node);
