@@ -3175,8 +3175,8 @@ static int cell_versions(struct fs *fs, const struct fs_node *t, struct tbl_row 
 
 /*
  * Rename of a cell within its row, as one row mutation:
- *   q -> p       every version of q moves to p; p's versions older than q's
- *                newest stay (its history), the others go;
+ *   q -> p       every version of q moves to p, replacing p (all its
+ *                versions): tbl_rename_cell, one batch under the row lock;
  *   x -> p@T     x's value (its newest, or the version x names) becomes
  *                version T of p, and x goes;
  *   q@t -> p     that version becomes p (alone), and goes from q.
@@ -3188,12 +3188,20 @@ static int rename_cell(struct fs *fs, const struct fs_node *s, const struct fs_n
 {
 	struct tbl_row *src = NULL, *dst = NULL;
 	struct tbl_mutation *m = NULL;
-	size_t nm = 0, i;
+	size_t nm = 0;
 	int rc;
 
 	if (s->qual_len == d->qual_len && !memcmp(s->qual, d->qual, s->qual_len) &&
 	    !strcmp(s->family, d->family))
 		return s->ts == d->ts ? 0 : -EINVAL;   /* a cell's versions among themselves */
+	if ((flags & RENAME_EXCHANGE) && (s->ts || d->ts))
+		return -EINVAL;
+	if (!s->ts && !d->ts)
+		return tbl_rename_cell(fs->db, s->table, s->row, s->row_len, s->family, s->qual,
+				       s->qual_len, d->family, d->qual, d->qual_len,
+				       (flags & RENAME_NOREPLACE ? TBL_RENAME_NOREPLACE : 0) |
+				       (flags & RENAME_EXCHANGE ? TBL_RENAME_EXCHANGE : 0),
+				       fs->cfg.sync ? TBL_SYNC : 0);
 	rc = cell_versions(fs, s, &src);
 	if (rc < 0)
 		return rc;
@@ -3207,10 +3215,6 @@ static int rename_cell(struct fs *fs, const struct fs_node *s, const struct fs_n
 	}
 	if (rc < 0)
 		goto out;
-	if ((flags & RENAME_EXCHANGE) && (s->ts || d->ts)) {
-		rc = -EINVAL;
-		goto out;
-	}
 	m = calloc(src->ncells + (dst ? dst->ncells : 0) + 2, sizeof(*m));
 	if (!m) {
 		rc = -ENOMEM;
@@ -3236,43 +3240,16 @@ static int rename_cell(struct fs *fs, const struct fs_node *s, const struct fs_n
 		m[nm].value = src->cells[0].value;
 		nm++;
 	} else {
-		if (d->ts || (flags & RENAME_EXCHANGE)) {
-			DEL(d, TBL_DELETE_CELL);
-		} else if (dst) {
-			/*
-			 * Over an existing cell: its versions older than the source's
-			 * newest stay, so `sed -i` and editors add a version to the
-			 * cell's history; newer ones go, so the name shows what moved.
-			 */
-			m[nm].op = TBL_DELETE_VERSIONS;
-			m[nm].family = d->family;
-			m[nm].qualifier = d->qual;
-			m[nm].qualifier_len = d->qual_len;
-			m[nm].ts = src->cells[0].ts;
-			m[nm].ts_end = UINT64_MAX;
-			nm++;
-		}
+		/* q@t -> p: that version alone becomes p */
+		DEL(d, TBL_DELETE_CELL);
 		DEL(s, TBL_DELETE_CELL);
-		for (i = 0; i < src->ncells; i++) {
-			m[nm].op = TBL_SET;
-			m[nm].family = d->family;
-			m[nm].qualifier = d->qual;
-			m[nm].qualifier_len = d->qual_len;
-			m[nm].ts = src->cells[i].ts;
-			m[nm].value = src->cells[i].value;
-			nm++;
-		}
-		if (flags & RENAME_EXCHANGE) {
-			for (i = 0; i < dst->ncells; i++) {
-				m[nm].op = TBL_SET;
-				m[nm].family = s->family;
-				m[nm].qualifier = s->qual;
-				m[nm].qualifier_len = s->qual_len;
-				m[nm].ts = dst->cells[i].ts;
-				m[nm].value = dst->cells[i].value;
-				nm++;
-			}
-		}
+		m[nm].op = TBL_SET;
+		m[nm].family = d->family;
+		m[nm].qualifier = d->qual;
+		m[nm].qualifier_len = d->qual_len;
+		m[nm].ts = src->cells[0].ts;
+		m[nm].value = src->cells[0].value;
+		nm++;
 	}
 #undef DEL
 	rc = tbl_mutate_row(fs->db, s->table, s->row, s->row_len, m, nm,
@@ -3589,7 +3566,10 @@ static void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	reply_failed("listxattr", fuse_reply_buf(req, list, sizeof(list)));
 }
 
-/* Change the type of a cell's newest version (or the version named), in place. */
+/*
+ * Change the type of a cell's newest version (tbl_convert_cell, one batch
+ * under the row lock), or of the version named, in place.
+ */
 static int convert(struct fs *fs, struct fs_node *n, enum cell_type to)
 {
 	struct tbl_row *row = NULL;
@@ -3598,6 +3578,14 @@ static int convert(struct fs *fs, struct fs_node *n, enum cell_type to)
 	struct fs_node t = *n;
 	int rc;
 
+	if (!n->ts) {
+		rc = tbl_convert_cell(fs->db, n->table, n->row, n->row_len, n->family, n->qual,
+				      n->qual_len, to, 0, fs->cfg.sync ? TBL_SYNC : 0);
+		if (rc == 0)
+			inval_cell(fs, n->table, n->row, n->row_len, n->family, n->qual,
+				   n->qual_len);
+		return rc;
+	}
 	rc = cell_versions(fs, &t, &row);
 	if (rc < 0)
 		return rc;

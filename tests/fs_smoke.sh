@@ -103,6 +103,18 @@ is "$(getfattr --only-values -n user.smolfs.type "$R/stats/miles" 2>/dev/null)" 
 	"user.smolfs.type shows the cell's type"
 sed -i 's/Airbus/Boeing/' "$R/meta/model"
 is "$(cat "$R/meta/model")" "Boeing A321" "sed -i edits a cell"
+echo 7 >"$R/stats/new" && mv "$R/stats/new" "$R/stats/miles"
+is "$(cat "$R/stats/miles")" 7 "mv over a cell gives it the moved value"
+is "$(ls "$R/stats" | grep -c '^miles@')" 0 "and replaces all its versions (no miles@ts)"
+is "$(ls "$R/stats" | grep -c '^new')" 0 "and the source name is gone"
+setfattr -n user.smolfs.type -v string "$R/stats/miles"
+ok $? "setfattr user.smolfs.type converts an i64 cell to string"
+is "$(getfattr --only-values -n user.smolfs.type "$R/stats/miles" 2>/dev/null) $(cat "$R/stats/miles")" \
+	"string 7" "the cell has the new type and the same value"
+(setfattr -n user.smolfs.type -v i64 "$R/meta/model") 2>/dev/null
+ok $((! $?)) "converting \"Boeing A321\" to i64 fails"
+is "$(getfattr --only-values -n user.smolfs.type "$R/meta/model" 2>/dev/null) $(cat "$R/meta/model")" \
+	"string Boeing A321" "and the cell is unchanged"
 is "$(ls "$M/aircraft")" "plane#TF-FIR" "ls of a table lists its rows"
 is "$(ls "$M/aircraft/.prefix/plane")" "plane#TF-FIR" "ls of .prefix/p lists matching rows"
 is "$(ls -A "$M/aircraft/.prefix")" "" ".prefix itself lists nothing"
