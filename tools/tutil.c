@@ -49,10 +49,11 @@ char *tool_strdup(const char *s)
 
 void *tool_memdup(const void *p, size_t n)
 {
-	void *q = tool_malloc(n);
+	char *q = tool_malloc(n + 1);
 
 	if (n)
 		memcpy(q, p, n);
+	q[n] = 0;   /* callers treat a copied name as a string */
 	return q;
 }
 

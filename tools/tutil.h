@@ -18,6 +18,7 @@ void *tool_malloc(size_t n);
 void *tool_calloc(size_t n, size_t size);
 void *tool_realloc(void *p, size_t n);
 char *tool_strdup(const char *s);
+/* n bytes of p, and a NUL after them (so a copied name is a string) */
 void *tool_memdup(const void *p, size_t n);
 
 /* Room for b->len + extra bytes. */

@@ -361,7 +361,13 @@ static int power_cut_damage(struct wal_reader *r, uint64_t *next)
 			return err;
 		for (size_t i = 0; i < end - s; i++)
 			run = p[i] ? 0 : run + 1;
-		if (end % sector == 0 && run >= ZERO_RUN_MIN)
+		/*
+		 * A long enough run, or zeros from the damaged record's first
+		 * byte to the boundary: the last sync fell a few bytes before a
+		 * page's end, that unsynced end of the page was lost (zeros) and
+		 * the next page reached the disk.
+		 */
+		if (end % sector == 0 && (run >= ZERO_RUN_MIN || run == end - r->off))
 			return 1;
 	}
 	return r->garbage_ends && off == r->size && r->off > 0;
