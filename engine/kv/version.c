@@ -655,6 +655,33 @@ static int apply_edit(struct version_set *vs, struct version_edit *e, const char
  * or the damage a power cut leaves in an edit whose fdatasync it
  * interrupted (pages never written: wal_reader_stop_at_damage).
  */
+/*
+ * Does the record at off (n bytes) hold what a power cut leaves of a page
+ * written after the last sync: a run of zeros ending at a 512-byte boundary
+ * that is at least 16 bytes long or starts at the record's first byte?
+ * Read errors and records too large to check say no (the record is damage).
+ */
+static int lost_sector_in(struct env_file *f, uint64_t off, uint64_t n)
+{
+	const uint64_t sector = 512;
+	uint64_t run = 0;
+	char *p;
+	int found = 0;
+
+	if (n > (1u << 20))
+		return 0;
+	p = xmalloc((size_t)n);
+	if (env_read_exact(f, p, (size_t)n, off) == 0) {
+		for (uint64_t i = 0; i < n && !found; i++) {
+			run = p[i] ? 0 : run + 1;
+			if ((off + i + 1) % sector == 0 && run && (run >= 16 || run == i + 1))
+				found = 1;
+		}
+	}
+	free(p);
+	return found;
+}
+
 static int manifest_tail_check(struct env_file *f, uint64_t size, struct wal_reader *rd,
 			       const char *name)
 {
@@ -671,7 +698,7 @@ static int manifest_tail_check(struct env_file *f, uint64_t size, struct wal_rea
 	len = dec_fixed32(hdr + 4);
 	if (dec_fixed32(hdr) == 0 && len == 0)
 		return 0;   /* zero-filled */
-	if (off + WAL_HEADER + len <= size)
+	if (off + WAL_HEADER + len <= size && !lost_sector_in(f, off, WAL_HEADER + len))
 		return KV_CORRUPT("%s: damaged record at offset %llu", name,
 				  (unsigned long long)off);
 	return 0;
