@@ -86,7 +86,7 @@ size_t kv_batch_bytes(const struct kv_batch *b)
 static int check_key(const char *what, size_t len)
 {
 	if (len > KV_MAX_KEY_SIZE)
-		return KV_ERROR(-E2BIG, "%s of %zu bytes is longer than the limit of %u bytes",
+		return ERR_SET(-E2BIG, "%s of %zu bytes is longer than the limit of %u bytes",
 				what, len, KV_MAX_KEY_SIZE);
 	return 0;
 }
@@ -101,7 +101,7 @@ static int check_room(const struct kv_batch *b, size_t klen, size_t vlen)
 	size_t need = 1 + 5 + 5 + klen + 5 + vlen;
 
 	if (b->rep.len + need > WAL_MAX_RECORD)
-		return KV_ERROR(-E2BIG, "write batch of %zu bytes cannot grow by %zu more: "
+		return ERR_SET(-E2BIG, "write batch of %zu bytes cannot grow by %zu more: "
 				"a batch must fit one log record of %u bytes",
 				b->rep.len, need, WAL_MAX_RECORD);
 	return 0;
@@ -151,7 +151,7 @@ int kv_batch_put_tree(struct kv_batch *b, const struct kv_tree *t, const void *k
 	if (r)
 		return r;
 	if (vlen > KV_MAX_VALUE_SIZE)
-		return KV_ERROR(-E2BIG, "value of %zu bytes is longer than the limit of %u bytes",
+		return ERR_SET(-E2BIG, "value of %zu bytes is longer than the limit of %u bytes",
 				vlen, KV_MAX_VALUE_SIZE);
 	r = check_room(b, klen, vlen);
 	if (r)
@@ -189,7 +189,7 @@ int kv_batch_delete_range_tree(struct kv_batch *b, const struct kv_tree *t, cons
 		return r;
 	/* An empty or inverted range would be a tombstone that deletes nothing, or worse. */
 	if (slice_cmp(s, e) >= 0)
-		return KV_ERROR(-EINVAL, "delete_range needs start < end (start %zu bytes, "
+		return ERR_SET(-EINVAL, "delete_range needs start < end (start %zu bytes, "
 				"end %zu bytes)", slen, elen);
 	r = check_room(b, slen, elen);
 	if (r)
@@ -256,7 +256,7 @@ static int parse_one(const char **p, const char *limit, uint32_t *tree, int *typ
 int batch_check(struct slice rep, uint32_t *count)
 {
 	if (rep.len < BATCH_HEADER)
-		return KV_CORRUPT("write batch of %zu bytes is shorter than its %d-byte header",
+		return ERR_CORRUPT("write batch of %zu bytes is shorter than its %d-byte header",
 				  rep.len, BATCH_HEADER);
 
 	uint64_t seq = dec_fixed64(rep.data);
@@ -270,20 +270,20 @@ int batch_check(struct slice rep, uint32_t *count)
 		int type;
 
 		if (n == want)
-			return KV_CORRUPT("write batch holds more than the %u mutations its "
+			return ERR_CORRUPT("write batch holds more than the %u mutations its "
 					  "header counts (at byte %zu)", want,
 					  (size_t)(p - rep.data));
 		if (parse_one(&p, limit, &tree, &type, &key, &value, &why) < 0)
-			return KV_CORRUPT("write batch damaged at byte %zu (mutation %u of %u): %s",
+			return ERR_CORRUPT("write batch damaged at byte %zu (mutation %u of %u): %s",
 					  (size_t)(p - rep.data), n, want, why);
 		n++;
 	}
 	if (n != want)
-		return KV_CORRUPT("write batch holds %u mutations but its header counts %u",
+		return ERR_CORRUPT("write batch holds %u mutations but its header counts %u",
 				  n, want);
 	/* Sequence numbers must stay within the 56 bits of an internal key. */
 	if (n > 0 && seq > SEQ_MAX - (n - 1))
-		return KV_CORRUPT("write batch sequence %llu + %u mutations overflows",
+		return ERR_CORRUPT("write batch sequence %llu + %u mutations overflows",
 				  (unsigned long long)seq, n);
 	*count = n;
 	return 0;

@@ -126,19 +126,19 @@ int blk_parse(struct slice contents, struct block *out)
 
 	memset(out, 0, sizeof(*out));
 	if (contents.len < 4)
-		return KV_CORRUPT("block of %zu bytes is too short for its trailer", contents.len);
+		return ERR_CORRUPT("block of %zu bytes is too short for its trailer", contents.len);
 	if (contents.len > UINT32_MAX)
-		return KV_CORRUPT("block of %zu bytes is larger than 4 GiB", contents.len);
+		return ERR_CORRUPT("block of %zu bytes is larger than 4 GiB", contents.len);
 	n = dec_fixed32(contents.data + contents.len - 4);
 	if (n > (contents.len - 4) / 4)
-		return KV_CORRUPT("block of %zu bytes claims %u restart points", contents.len, n);
+		return ERR_CORRUPT("block of %zu bytes claims %u restart points", contents.len, n);
 	limit = contents.len - 4 - 4 * (size_t)n;
 	if (n == 0 && limit != 0)
-		return KV_CORRUPT("block has %zu bytes of entries but no restart point", limit);
+		return ERR_CORRUPT("block has %zu bytes of entries but no restart point", limit);
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t r = dec_fixed32(contents.data + limit + 4 * (size_t)i);
 		if ((i == 0 && r != 0) || (i > 0 && r <= prev) || (size_t)r + 3 > limit)
-			return KV_CORRUPT("block restart point %u at %u is out of order or range",
+			return ERR_CORRUPT("block restart point %u at %u is out of order or range",
 					  i, r);
 		prev = r;
 	}
@@ -196,7 +196,7 @@ static void mark_invalid(struct blk_iter *it)
 static void corrupt(struct blk_iter *it, uint32_t off, const char *what)
 {
 	if (it->status == 0)
-		it->status = KV_CORRUPT("damaged block entry at offset %u: %s", off, what);
+		it->status = ERR_CORRUPT("damaged block entry at offset %u: %s", off, what);
 	mark_invalid(it);
 }
 

@@ -698,7 +698,7 @@ static int run_compaction(struct kv_db *db, struct compaction *c)
 			break;
 		}
 		if (!ikey_valid(ik)) {
-			r = KV_CORRUPT("%s: invalid internal key in a compaction input", db->dir);
+			r = ERR_CORRUPT("%s: invalid internal key in a compaction input", db->dir);
 			break;
 		}
 		uk = ikey_user(ik);

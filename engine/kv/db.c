@@ -155,7 +155,7 @@ int db_bg_check(struct kv_db *db)
 		pthread_cond_broadcast(&db->work_cv);
 		return 0;
 	}
-	return KV_ERROR(db->bg_error, "%s", db->bg_error_msg);
+	return ERR_SET(db->bg_error, "%s", db->bg_error_msg);
 }
 
 void db_bg_wait(struct kv_db *db)
@@ -190,7 +190,7 @@ static char *log_path(struct kv_db *db, uint64_t number)
 /* The error of every mutation of a database opened read-only. */
 static int db_read_only(struct kv_db *db)
 {
-	return KV_ERROR(-EROFS, "%s: the database is open read-only", db->dir);
+	return ERR_SET(-EROFS, "%s: the database is open read-only", db->dir);
 }
 
 /* ------------------------------------------------------------ trees */
@@ -321,7 +321,7 @@ static int replay_log(struct kv_db *db, uint64_t number, int last, uint64_t *max
 		wal_reader_stop_at_damage(rd, 1);
 	while ((r = wal_read(rd, &rec)) > 0) {
 		if ((r = batch_check(rec, &count)) < 0) {
-			r = KV_CORRUPT("%s: damaged batch in the record before offset %llu: %s", path,
+			r = ERR_CORRUPT("%s: damaged batch in the record before offset %llu: %s", path,
 				       (unsigned long long)wal_reader_offset(rd), err_last());
 			goto out;
 		}
@@ -422,22 +422,22 @@ static int recover(struct kv_db *db)
 	r = vs_recover(db->vs);
 	if (r == -ENOENT && has_database_files(db)) {
 		/* starting afresh here would delete every table as obsolete */
-		return KV_CORRUPT("%s/CURRENT is missing, but the directory holds tables or a "
+		return ERR_CORRUPT("%s/CURRENT is missing, but the directory holds tables or a "
 				  "manifest: refusing to start an empty database over them", db->dir);
 	}
 	if (r == -ENOENT) {
 		if (db->opt.read_only)
-			return KV_ERROR(-ENOENT, "%s: no database here (opened read-only, so none "
+			return ERR_SET(-ENOENT, "%s: no database here (opened read-only, so none "
 					"is created)", db->dir);
 		if (!db->opt.create_if_missing)
-			return KV_ERROR(-ENOENT, "%s: no database here (and create_if_missing is off)",
+			return ERR_SET(-ENOENT, "%s: no database here (and create_if_missing is off)",
 					db->dir);
 		vs_init_empty(db->vs);
 		db_log(db, KV_LOG_INFO, "creating a new database");
 	} else if (r < 0) {
 		return r;
 	} else if (db->opt.error_if_exists) {
-		return KV_ERROR(-EEXIST, "%s: a database exists already", db->dir);
+		return ERR_SET(-EEXIST, "%s: a database exists already", db->dir);
 	}
 	for (size_t i = 0; i < db->vs->ntrees; i++)
 		tree_attach(db, db->vs->trees[i]);
@@ -542,7 +542,7 @@ int kv_open(const char *dir, const struct kv_options *opt, struct kv_db **dbp)
 		if (r < 0)
 			goto fail;
 	} else if (!env_exists(db->env, dir)) {
-		r = KV_ERROR(-ENOENT, "%s: no such directory", dir);
+		r = ERR_SET(-ENOENT, "%s: no such directory", dir);
 		goto fail;
 	}
 	lock_path = fname_lock(dir);
@@ -584,7 +584,7 @@ int kv_open(const char *dir, const struct kv_options *opt, struct kv_db **dbp)
 
 	if (pthread_create(&db->flush_thread, NULL, db_flush_main, db) != 0 ||
 	    pthread_create(&db->compact_thread, NULL, db_compact_main, db) != 0) {
-		r = KV_ERROR(-EAGAIN, "%s: cannot start background threads", dir);
+		r = ERR_SET(-EAGAIN, "%s: cannot start background threads", dir);
 		goto fail;  /* kv_close below joins what started */
 	}
 	db->threads_started = 1;
@@ -601,7 +601,7 @@ fail:
 		char msg[1024];
 		snprintf(msg, sizeof(msg), "%s", err_last());
 		kv_close(db);
-		KV_ERROR(r, "%s", msg);
+		ERR_SET(r, "%s", msg);
 	}
 	return r;
 }
@@ -783,7 +783,7 @@ static int check_trees(void *arg, uint64_t seq, uint32_t tree, int type, struct 
 
 	(void)seq; (void)type; (void)key; (void)value;
 	if (!t || t->dropped)
-		return KV_ERROR(-ENOENT, "write to tree %u, which was dropped", (unsigned)tree);
+		return ERR_SET(-ENOENT, "write to tree %u, which was dropped", (unsigned)tree);
 	return 0;
 }
 
@@ -1164,7 +1164,7 @@ int kv_flush(struct kv_db *db)
 		pthread_cond_wait(&db->bg_cv, &db->mu);
 	}
 	if (r == 0 && db->bg_error)
-		r = KV_ERROR(db->bg_error, "%s", db->bg_error_msg);
+		r = ERR_SET(db->bg_error, "%s", db->bg_error_msg);
 	pthread_mutex_unlock(&db->mu);
 	return r;
 }
@@ -1228,7 +1228,7 @@ int kv_compact_range_tree(struct kv_db *db, struct kv_tree *tree, const void *st
 				pthread_cond_wait(&db->bg_cv, &db->mu);
 			if (db->manual == &m)
 				db->manual = NULL;
-			r = m.done ? m.status : KV_ERROR(db->bg_error, "%s", db->bg_error_msg);
+			r = m.done ? m.status : ERR_SET(db->bg_error, "%s", db->bg_error_msg);
 		}
 	}
 	pthread_mutex_unlock(&db->mu);
@@ -1487,7 +1487,7 @@ int kv_tree_open(struct kv_db *db, const char *name, const struct kv_tree_option
 
 	*out = NULL;
 	if (!tree_name_ok(name))
-		return KV_ERROR(-EINVAL, "tree name \"%s\": names are 1 to 64 of A-Z a-z 0-9 _ . -",
+		return ERR_SET(-EINVAL, "tree name \"%s\": names are 1 to 64 of A-Z a-z 0-9 _ . -",
 				name);
 	if (!o) {
 		kv_tree_options_init(&def);
@@ -1502,7 +1502,7 @@ int kv_tree_open(struct kv_db *db, const char *name, const struct kv_tree_option
 	if (vt) {
 		t = db_tree_by_id(db, vt->id);
 	} else if (db->opt.read_only) {
-		r = KV_ERROR(-EROFS, "%s: opened read-only: tree %s does not exist and cannot "
+		r = ERR_SET(-EROFS, "%s: opened read-only: tree %s does not exist and cannot "
 			     "be created", db->dir, name);
 		goto out;
 	} else {
@@ -1540,7 +1540,7 @@ int kv_tree_drop(struct kv_db *db, struct kv_tree *t)
 	int r;
 
 	if (!t || t->id == 0)
-		return KV_ERROR(-EINVAL, "the default tree cannot be dropped");
+		return ERR_SET(-EINVAL, "the default tree cannot be dropped");
 	if (db->opt.read_only)
 		return db_read_only(db);
 	pthread_mutex_lock(&db->mu);
@@ -1550,7 +1550,7 @@ int kv_tree_drop(struct kv_db *db, struct kv_tree *t)
 	       !db->bg_error)
 		pthread_cond_wait(&db->bg_cv, &db->mu);
 	if (db->bg_error) {
-		r = KV_ERROR(db->bg_error, "%s", db->bg_error_msg);
+		r = ERR_SET(db->bg_error, "%s", db->bg_error_msg);
 		goto out;
 	}
 	if (t->dropped) {

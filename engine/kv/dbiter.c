@@ -270,7 +270,7 @@ static void find_next(struct kv_iter *it, int skipping)
 		uint64_t seq, tomb;
 
 		if (!ikey_valid(ik)) {
-			it->status = KV_CORRUPT("%s: invalid internal key", it->db->dir);
+			it->status = ERR_CORRUPT("%s: invalid internal key", it->db->dir);
 			return;
 		}
 		seq = ikey_seq(ik);
@@ -322,7 +322,7 @@ static void find_prev(struct kv_iter *it)
 		uint64_t seq;
 
 		if (!ikey_valid(ik)) {
-			it->status = KV_CORRUPT("%s: invalid internal key", it->db->dir);
+			it->status = ERR_CORRUPT("%s: invalid internal key", it->db->dir);
 			return;
 		}
 		seq = ikey_seq(ik);

@@ -64,7 +64,7 @@ struct posix_file {
 
 static int err_path(int err, const char *what, const char *path)
 {
-	return KV_ERROR(-err, "%s %s: %s", what, path, strerror(err));
+	return ERR_SET(-err, "%s %s: %s", what, path, strerror(err));
 }
 
 static struct posix_file *pf_new(struct kv_env *env, int fd, const char *path)
@@ -213,7 +213,7 @@ static int log_remap(struct posix_file *f)
 	log_unmap(f);
 	/* a store that faults must be an error, not the end of the process */
 	if (mapguard_install() < 0)
-		return KV_ERROR(-EOPNOTSUPP, "%s: no SIGBUS handler, so no map", f->path);
+		return ERR_SET(-EOPNOTSUPP, "%s: no SIGBUS handler, so no map", f->path);
 	if (off + len > f->reserved_end &&
 	    fallocate(f->fd, 0, (off_t)off, (off_t)len) == 0) {
 		f->reserved = 1;
@@ -282,7 +282,7 @@ static int log_store(struct posix_file *f, const char *p, size_t k)
 
 	mapguard_arm(&g, f->map, f->map_len);
 	if (sigsetjmp(g.jb, 0))
-		return KV_ERROR(-EIO, "write %s: storing into the log's map faulted at offset %llu "
+		return ERR_SET(-EIO, "write %s: storing into the log's map faulted at offset %llu "
 				"(the file was cut short under the database, or the file system "
 				"could not back the page)", f->path,
 				(unsigned long long)(f->map_off +
@@ -355,9 +355,9 @@ static int posix_map(struct env_file *ef, uint64_t size, const char **out)
 	if (sizeof(void *) < 8 || size > SIZE_MAX)
 		return -EOPNOTSUPP;
 	if (size == 0)
-		return KV_ERROR(-EINVAL, "%s: a map of 0 bytes", f->path);
+		return ERR_SET(-EINVAL, "%s: a map of 0 bytes", f->path);
 	if (f->is_log)
-		return KV_ERROR(-EINVAL, "%s: a log is written through a map, not read through one",
+		return ERR_SET(-EINVAL, "%s: a log is written through a map, not read through one",
 				f->path);
 	if (f->map) {
 		if (size > f->map_len)
@@ -371,7 +371,7 @@ static int posix_map(struct env_file *ef, uint64_t size, const char **out)
 	if (fstat(f->fd, &st) < 0)
 		return err_path(errno, "stat", f->path);
 	if ((uint64_t)st.st_size < size)
-		return KV_ERROR(-EINVAL, "%s is %llu bytes, shorter than the %llu to map", f->path,
+		return ERR_SET(-EINVAL, "%s is %llu bytes, shorter than the %llu to map", f->path,
 				(unsigned long long)st.st_size, (unsigned long long)size);
 	p = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, f->fd, 0);
 	if (p == MAP_FAILED)
@@ -421,7 +421,7 @@ static int posix_rename(struct kv_env *env, const char *from, const char *to)
 {
 	(void)env;
 	if (rename(from, to) < 0)
-		return KV_ERROR(-errno, "rename %s to %s: %s", from, to, strerror(errno));
+		return ERR_SET(-errno, "rename %s to %s: %s", from, to, strerror(errno));
 	return 0;
 }
 
@@ -544,7 +544,7 @@ static int lock_file(struct kv_env *env, const char *path, int shared, struct en
 				*out = lock_handle(env, e, path);
 				goto out;
 			}
-			r = KV_ERROR(-EBUSY, "%s is locked: the database is already open%s in this "
+			r = ERR_SET(-EBUSY, "%s is locked: the database is already open%s in this "
 				     "process", path, e->shared ? " read-only" : "");
 			goto out;
 		}
@@ -561,7 +561,7 @@ static int lock_file(struct kv_env *env, const char *path, int shared, struct en
 	}
 	if (fcntl(fd, F_SETLK, &fl) < 0) {
 		if (errno == EACCES || errno == EAGAIN)
-			r = KV_ERROR(-EBUSY, "%s is locked: another process has the database open%s",
+			r = ERR_SET(-EBUSY, "%s is locked: another process has the database open%s",
 				     path, shared ? " for writing" : "");
 		else
 			r = err_path(errno, "lock", path);
@@ -667,7 +667,7 @@ int env_read_exact(struct env_file *f, void *buf, size_t n, uint64_t off)
 	if (r < 0)
 		return r;
 	if (got != n)
-		return KV_ERROR(-EIO, "short read: %zu of %zu bytes at offset %llu", got, n,
+		return ERR_SET(-EIO, "short read: %zu of %zu bytes at offset %llu", got, n,
 				(unsigned long long)off);
 	return 0;
 }

@@ -149,7 +149,7 @@ static int fault_check(struct fault_env *fe, unsigned op, int writes, const char
 
 static int fault_err(int err, const char *what, const char *path)
 {
-	return KV_ERROR(err, "%s %s: %s (injected)", what, path ? path : "?", strerror(-err));
+	return ERR_SET(err, "%s %s: %s (injected)", what, path ? path : "?", strerror(-err));
 }
 
 /* A call of kind op; it counts towards a power cut when it changes the disk. */

@@ -198,7 +198,7 @@ static int read_manifest(struct repair *rp, uint64_t number)
 		off = wal_reader_offset(rd);
 	}
 	if (r == 0 && nrec == 0)
-		r = KV_CORRUPT("%s: no record of it reads back whole", path);
+		r = ERR_CORRUPT("%s: no record of it reads back whole", path);
 	if (r == 0) {
 		rp->manifest_whole = 1;
 	} else if (nrec == 0) {
@@ -848,7 +848,7 @@ int kv_repair(const char *dir, const struct kv_options *opt,
 	rp.arg = arg;
 	lock_path = fname_lock(dir);
 	if (!env_exists(rp.env, dir)) {
-		r = KV_ERROR(-ENOENT, "%s: no such directory", dir);
+		r = ERR_SET(-ENOENT, "%s: no such directory", dir);
 		goto out;
 	}
 	if ((r = env_lock(rp.env, lock_path, &lock)) < 0 ||

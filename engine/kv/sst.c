@@ -344,7 +344,7 @@ int sst_builder_add(struct sst_builder *b, struct slice ikey, struct slice value
 	assert(ikey_type(ikey) == KT_PUT || ikey_type(ikey) == KT_DELETE);
 	assert(b->props.num_entries == 0 || ikey_cmp(buf_slice(&b->last_key), ikey) < 0);
 	if (ikey.len + value.len > SST_MAX_ENTRY)
-		return KV_ERROR(-E2BIG, "%s: entry of %zu bytes is too large for a table", b->name,
+		return ERR_SET(-E2BIG, "%s: entry of %zu bytes is too large for a table", b->name,
 				ikey.len + value.len);
 
 	/* A big entry gets a block of its own rather than dragging its neighbours along. */
@@ -391,7 +391,7 @@ int sst_builder_add_range_del(struct sst_builder *b, struct slice start, struct 
 		return b->status;
 	assert(!b->finished);
 	if (slice_cmp(start, end) >= 0 || seq > SEQ_MAX)
-		return KV_ERROR(-EINVAL, "%s: range tombstone is empty or has a bad sequence",
+		return ERR_SET(-EINVAL, "%s: range tombstone is empty or has a bad sequence",
 				b->name);
 	if (b->ntombs == b->tombs_cap) {
 		b->tombs_cap = b->tombs_cap ? 2 * b->tombs_cap : 16;
@@ -642,7 +642,7 @@ static int decode_block(const struct sst *t, struct blk_handle h, const char *wh
 	want = crc32c_unmask(dec_fixed32(raw + h.size + 1));
 	got = crc32c(raw, h.size + 1);
 	if (want != got)
-		return KV_CORRUPT("%s: %s block at offset %llu: checksum mismatch", t->name, what,
+		return ERR_CORRUPT("%s: %s block at offset %llu: checksum mismatch", t->name, what,
 				  (unsigned long long)h.off);
 	switch (raw[h.size]) {
 	case COMP_NONE:
@@ -652,7 +652,7 @@ static int decode_block(const struct sst *t, struct blk_handle h, const char *wh
 	case COMP_ZSTD:
 		p = dec_varint32(raw, end, &ulen);
 		if (!p || ulen > SST_MAX_BLOCK)
-			return KV_CORRUPT("%s: %s block at offset %llu: bad uncompressed length",
+			return ERR_CORRUPT("%s: %s block at offset %llu: bad uncompressed length",
 					  t->name, what, (unsigned long long)h.off);
 		/* stored before the decompression that may fault, so the fault path frees it */
 		*mem = plain = xmalloc(ulen ? ulen : 1);
@@ -660,14 +660,14 @@ static int decode_block(const struct sst *t, struct blk_handle h, const char *wh
 		if (ZSTD_isError(dn) || dn != ulen) {
 			free(plain);
 			*mem = NULL;
-			return KV_CORRUPT("%s: %s block at offset %llu: zstd cannot decompress (%s)",
+			return ERR_CORRUPT("%s: %s block at offset %llu: zstd cannot decompress (%s)",
 					  t->name, what, (unsigned long long)h.off,
 					  ZSTD_isError(dn) ? ZSTD_getErrorName(dn) : "short output");
 		}
 		*out = slice_make(plain, ulen);
 		return 0;
 	default:
-		return KV_CORRUPT("%s: %s block at offset %llu: unknown compression type %d",
+		return ERR_CORRUPT("%s: %s block at offset %llu: unknown compression type %d",
 				  t->name, what, (unsigned long long)h.off, raw[h.size] & 0xff);
 	}
 }
@@ -690,7 +690,7 @@ static int decode_mapped_block(const struct sst *t, struct blk_handle h, const c
 	mapguard_arm(&g, t->map, t->file_size);
 	if (sigsetjmp(g.jb, 0)) {
 		free(buf);
-		return KV_ERROR(-EIO, "%s: %s block at offset %llu: reading the table's map faulted "
+		return ERR_SET(-EIO, "%s: %s block at offset %llu: reading the table's map faulted "
 				"at file offset %llu (the file was cut short, or the disk cannot "
 				"read it)", t->name, what, (unsigned long long)h.off,
 				(unsigned long long)((const char *)g.fault - t->map));
@@ -818,7 +818,7 @@ static int load_data_block(const struct sst *t, struct blk_handle h, int fill_ca
 
 	assert(!pin->h && !pin->owned);
 	if (!handle_fits(h, t->data_end))
-		return KV_CORRUPT("%s: index points at a data block outside the data area "
+		return ERR_CORRUPT("%s: index points at a data block outside the data area "
 				  "(offset %llu, size %llu)", t->name, (unsigned long long)h.off,
 				  (unsigned long long)h.size);
 	if (t->cache) {
@@ -862,12 +862,12 @@ static int check_index(struct sst *t)
 	for (iter_seek_first(it); iter_valid(it); iter_next(it)) {
 		struct slice k = iter_key(it);
 		if (!ikey_valid(k) || (prev.len && ikey_cmp(buf_slice(&prev), k) >= 0)) {
-			r = KV_CORRUPT("%s: index block at offset %llu: bad or unordered key",
+			r = ERR_CORRUPT("%s: index block at offset %llu: bad or unordered key",
 				       t->name, (unsigned long long)t->meta[META_INDEX].off);
 			goto out;
 		}
 		if (!get_handle(iter_value(it), &h) || !handle_fits(h, t->data_end)) {
-			r = KV_CORRUPT("%s: index block at offset %llu: bad data block handle",
+			r = ERR_CORRUPT("%s: index block at offset %llu: bad data block handle",
 				       t->name, (unsigned long long)t->meta[META_INDEX].off);
 			goto out;
 		}
@@ -923,7 +923,7 @@ static int load_props(struct sst *t)
 	t->props.file_size = t->file_size;
 	goto out;
 bad:
-	r = KV_CORRUPT("%s: properties block at offset %llu: missing or malformed property",
+	r = ERR_CORRUPT("%s: properties block at offset %llu: missing or malformed property",
 		       t->name, (unsigned long long)t->meta[META_PROPS].off);
 out:
 	iter_destroy(it);
@@ -954,7 +954,7 @@ static int load_range_dels(struct sst *t)
 		 */
 		if (!ikey_valid(k) || ikey_type(k) != KT_RANGE_DEL ||
 		    slice_cmp(ikey_user(k), v) >= 0) {
-			r = KV_CORRUPT("%s: range-del block at offset %llu: malformed tombstone",
+			r = ERR_CORRUPT("%s: range-del block at offset %llu: malformed tombstone",
 				       t->name, (unsigned long long)t->meta[META_RANGE_DEL].off);
 			goto out;
 		}
@@ -974,7 +974,7 @@ static int load_range_dels(struct sst *t)
 		goto out;
 	}
 	if (n != t->props.num_range_dels) {
-		r = KV_CORRUPT("%s: range-del block at offset %llu holds %zu tombstones, "
+		r = ERR_CORRUPT("%s: range-del block at offset %llu holds %zu tombstones, "
 			       "properties say %llu", t->name,
 			       (unsigned long long)t->meta[META_RANGE_DEL].off, n,
 			       (unsigned long long)t->props.num_range_dels);
@@ -1006,7 +1006,7 @@ int sst_open(struct env_file *f, uint64_t file_size, const char *name, struct ca
 	t->cache = block_cache;
 	t->bytes_read = bytes_read;
 	if (file_size < SST_FOOTER_SIZE) {
-		r = KV_CORRUPT("%s: file of %llu bytes is too short for a table", name,
+		r = ERR_CORRUPT("%s: file of %llu bytes is too short for a table", name,
 			       (unsigned long long)file_size);
 		goto fail;
 	}
@@ -1020,17 +1020,17 @@ int sst_open(struct env_file *f, uint64_t file_size, const char *name, struct ca
 		goto fail;
 	}
 	if (dec_fixed64(footer + 72) != SST_MAGIC) {
-		r = KV_CORRUPT("%s: footer at offset %llu: bad magic number (not a table?)", name,
+		r = ERR_CORRUPT("%s: footer at offset %llu: bad magic number (not a table?)", name,
 			       (unsigned long long)meta_end);
 		goto fail;
 	}
 	if (crc32c_unmask(dec_fixed32(footer + 68)) != crc32c(footer, 68)) {
-		r = KV_CORRUPT("%s: footer at offset %llu: checksum mismatch", name,
+		r = ERR_CORRUPT("%s: footer at offset %llu: checksum mismatch", name,
 			       (unsigned long long)meta_end);
 		goto fail;
 	}
 	if (dec_fixed32(footer + 64) != SST_FORMAT_VERSION) {
-		r = KV_CORRUPT("%s: footer at offset %llu: unknown format version %u", name,
+		r = ERR_CORRUPT("%s: footer at offset %llu: unknown format version %u", name,
 			       (unsigned long long)meta_end, dec_fixed32(footer + 64));
 		goto fail;
 	}
@@ -1038,7 +1038,7 @@ int sst_open(struct env_file *f, uint64_t file_size, const char *name, struct ca
 		t->meta[i].off = dec_fixed64(footer + 16 * i);
 		t->meta[i].size = dec_fixed64(footer + 16 * i + 8);
 		if (!handle_fits(t->meta[i], meta_end)) {
-			r = KV_CORRUPT("%s: footer at offset %llu: %s block handle out of range",
+			r = ERR_CORRUPT("%s: footer at offset %llu: %s block handle out of range",
 				       name, (unsigned long long)meta_end, meta_names[i]);
 			goto fail;
 		}
@@ -1149,7 +1149,7 @@ int sst_get_hashed(struct sst *t, struct slice ukey, uint64_t hash, uint64_t sna
 		struct blk_iter it;
 
 		if (!get_handle(iter_value(&idx.base), &h)) {
-			r = KV_CORRUPT("%s: index block: bad data block handle", t->name);
+			r = ERR_CORRUPT("%s: index block: bad data block handle", t->name);
 			break;
 		}
 		r = load_data_block(t, h, 1, &pin, &blk);
@@ -1160,7 +1160,7 @@ int sst_get_hashed(struct sst *t, struct slice ukey, uint64_t hash, uint64_t sna
 		if (iter_valid(&it.base)) {
 			struct slice k = iter_key(&it.base);
 			if (!ikey_valid(k) || ikey_type(k) == KT_RANGE_DEL) {
-				r = KV_CORRUPT("%s: data block at offset %llu: malformed key",
+				r = ERR_CORRUPT("%s: data block at offset %llu: malformed key",
 					       t->name, (unsigned long long)h.off);
 			} else if (slice_eq(ikey_user(k), ukey)) {
 				*type = ikey_type(k);
@@ -1239,7 +1239,7 @@ static void open_data(struct sst_iter *si)
 		return;
 	}
 	if (!get_handle(iter_value(si->index), &h)) {
-		set_error(si, KV_CORRUPT("%s: index block: bad data block handle", si->t->name));
+		set_error(si, ERR_CORRUPT("%s: index block: bad data block handle", si->t->name));
 		return;
 	}
 	if (si->data && si->data_off == h.off)
@@ -1440,7 +1440,7 @@ struct verifier {
 	unsigned problems;
 };
 
-/* Pass the message last recorded (by KV_CORRUPT or a lower layer) to the report callback. */
+/* Pass the message last recorded (by ERR_CORRUPT or a lower layer) to the report callback. */
 static void problem(struct verifier *v, uint64_t off)
 {
 	v->problems++;
@@ -1463,17 +1463,17 @@ static int verify_entries(struct verifier *v, const struct block *blk, uint64_t 
 		struct slice k = iter_key(it);
 
 		if (!ikey_valid(k) || ikey_type(k) == KT_RANGE_DEL) {
-			r = KV_CORRUPT("%s: data block at offset %llu: malformed key", t->name,
+			r = ERR_CORRUPT("%s: data block at offset %llu: malformed key", t->name,
 				       (unsigned long long)off);
 			break;
 		}
 		if (prev->len && ikey_cmp(buf_slice(prev), k) >= 0) {
-			r = KV_CORRUPT("%s: data block at offset %llu: key out of order", t->name,
+			r = ERR_CORRUPT("%s: data block at offset %llu: key out of order", t->name,
 				       (unsigned long long)off);
 			break;
 		}
 		if (ikey_cmp(k, sep) > 0) {
-			r = KV_CORRUPT("%s: data block at offset %llu: key beyond its separator",
+			r = ERR_CORRUPT("%s: data block at offset %llu: key beyond its separator",
 				       t->name, (unsigned long long)off);
 			break;
 		}
@@ -1514,12 +1514,12 @@ int sst_verify(struct sst *t, void (*report)(void *arg, uint64_t off, const char
 		char *mem;
 
 		if (!get_handle(iter_value(idx), &h) || !handle_fits(h, t->data_end)) {
-			KV_CORRUPT("%s: index block: bad data block handle", t->name);
+			ERR_CORRUPT("%s: index block: bad data block handle", t->name);
 			problem(&v, t->meta[META_INDEX].off);
 			continue;
 		}
 		if (h.off != expect_off) {
-			KV_CORRUPT("%s: data block at offset %llu does not follow the previous "
+			ERR_CORRUPT("%s: data block at offset %llu does not follow the previous "
 				   "one (expected offset %llu)", t->name, (unsigned long long)h.off,
 				   (unsigned long long)expect_off);
 			problem(&v, h.off);
@@ -1542,14 +1542,14 @@ int sst_verify(struct sst *t, void (*report)(void *arg, uint64_t off, const char
 	}
 	r = 0;
 	if (expect_off != t->data_end) {
-		KV_CORRUPT("%s: data blocks end at offset %llu but the filter starts at %llu",
+		ERR_CORRUPT("%s: data blocks end at offset %llu but the filter starts at %llu",
 			   t->name, (unsigned long long)expect_off,
 			   (unsigned long long)t->data_end);
 		problem(&v, expect_off);
 	}
 	/* A damaged block already explains a short count. */
 	if (v.problems == 0 && entries != t->props.num_entries) {
-		KV_CORRUPT("%s: found %llu entries, the properties say %llu", t->name,
+		ERR_CORRUPT("%s: found %llu entries, the properties say %llu", t->name,
 			   (unsigned long long)entries, (unsigned long long)t->props.num_entries);
 		problem(&v, t->meta[META_PROPS].off);
 	}

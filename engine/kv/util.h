@@ -151,9 +151,9 @@ const char *dec_lenprefixed(const char *p, const char *limit, struct slice *out)
 
 /*
  * Errors.  err_set() records a sentence for kv_strerror() (per thread),
- * together with the code it explains, and returns err.  KV_CORRUPT() builds
+ * together with the code it explains, and returns err.  ERR_CORRUPT() builds
  * a corruption error that says which source line detected it, as in
- *     return KV_CORRUPT("%s: bad block checksum at offset %llu", name, off);
+ *     return ERR_CORRUPT("%s: bad block checksum at offset %llu", name, off);
  *
  * A sentence belongs to one error of one call: kv_strerror(err) and
  * tbl_strerror(err) give it only if it was recorded with err during the
@@ -166,8 +166,8 @@ const char *dec_lenprefixed(const char *p, const char *limit, struct slice *out)
  */
 int err_set(int err, const char *srcfile, int srcline, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
-#define KV_ERROR(err, ...) err_set((err), __FILE__, __LINE__, __VA_ARGS__)
-#define KV_CORRUPT(...) err_set(-EUCLEAN, __FILE__, __LINE__, __VA_ARGS__)
+#define ERR_SET(err, ...) err_set((err), __FILE__, __LINE__, __VA_ARGS__)
+#define ERR_CORRUPT(...) err_set(-EUCLEAN, __FILE__, __LINE__, __VA_ARGS__)
 /* The last message recorded on this thread ("" if none), whatever its code. */
 const char *err_last(void);
 /* Forget the thread's message (it explained an error that has been dealt with). */

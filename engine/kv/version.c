@@ -179,7 +179,7 @@ int edit_decode(struct version_edit *e, struct slice rec, const char *name)
 			if (e->format != ENGINE_FORMAT_VERSION) {
 				uint32_t f = e->format;
 				edit_free(e);
-				return KV_ERROR(-EPROTONOSUPPORT, "%s: format version %u; this smolfs "
+				return ERR_SET(-EPROTONOSUPPORT, "%s: format version %u; this smolfs "
 						"reads version %u", name, (unsigned)f,
 						ENGINE_FORMAT_VERSION);
 			}
@@ -248,7 +248,7 @@ int edit_decode(struct version_edit *e, struct slice rec, const char *name)
 	return 0;
 bad:
 	edit_free(e);
-	return KV_CORRUPT("%s: malformed version edit (tag %u)", name, (unsigned)tag);
+	return ERR_CORRUPT("%s: malformed version edit (tag %u)", name, (unsigned)tag);
 }
 
 /* ------------------------------------------------------------ table cache */
@@ -313,7 +313,7 @@ int tcache_get(struct table_cache *tc, const struct file_meta *f, struct sst **t
 	path = fname_sst(tc->dir, f->number);
 	r = env_open_read(tc->env, path, &file);
 	if (r == -ENOENT)
-		r = KV_CORRUPT("%s: table file is missing", path);
+		r = ERR_CORRUPT("%s: table file is missing", path);
 	if (r < 0)
 		goto out;
 	r = sst_open(file, f->size, path, tc->block_cache, tc->bytes_read, !tc->no_map, &table);
@@ -503,7 +503,7 @@ static int version_apply(struct version_set *vs, struct vtree *t, const struct v
 				     buf_slice(&v->files[l][i]->smallest)) >= 0) {
 				uint64_t a = v->files[l][i - 1]->number, b = v->files[l][i]->number;
 				version_unref(v);
-				return KV_CORRUPT("%s: tables %06llu and %06llu overlap in level %d",
+				return ERR_CORRUPT("%s: tables %06llu and %06llu overlap in level %d",
 						  vs->dir, (unsigned long long)a, (unsigned long long)b, l);
 			}
 		}
@@ -615,12 +615,12 @@ static int apply_edit(struct version_set *vs, struct version_edit *e, const char
 
 	if (!t) {
 		if (!e->tree_name)
-			return KV_CORRUPT("%s: an edit names tree %u, which does not exist", name,
+			return ERR_CORRUPT("%s: an edit names tree %u, which does not exist", name,
 					  (unsigned)e->tree);
 		t = vtree_new(vs, e->tree, e->tree_name);
 	}
 	if (t->dropped)
-		return KV_CORRUPT("%s: an edit names dropped tree %u", name, (unsigned)e->tree);
+		return ERR_CORRUPT("%s: an edit names dropped tree %u", name, (unsigned)e->tree);
 	r = version_apply(vs, t, t->current, e, &v);
 	if (r < 0)
 		return r;
@@ -699,7 +699,7 @@ static int manifest_tail_check(struct env_file *f, uint64_t size, struct wal_rea
 	if (dec_fixed32(hdr) == 0 && len == 0)
 		return 0;   /* zero-filled */
 	if (off + WAL_HEADER + len <= size && !lost_sector_in(f, off, WAL_HEADER + len))
-		return KV_CORRUPT("%s: damaged record at offset %llu", name,
+		return ERR_CORRUPT("%s: damaged record at offset %llu", name,
 				  (unsigned long long)off);
 	return 0;
 }
@@ -730,14 +730,14 @@ int vs_recover(struct version_set *vs)
 		named = fname_parse(current, &mnum) == FNAME_MANIFEST;
 	}
 	if (!named) {
-		r = KV_CORRUPT("%s: does not name a manifest", cur_path);
+		r = ERR_CORRUPT("%s: does not name a manifest", cur_path);
 		goto out;
 	}
 	/* the manifest in use until vs_new_manifest (a read-only open never calls it) */
 	vs->manifest_number = mnum;
 	mpath = xasprintf("%s/%s", vs->dir, current);
 	if (!env_exists(vs->env, mpath)) {
-		r = KV_CORRUPT("%s names %s, which is missing", cur_path, mpath);
+		r = ERR_CORRUPT("%s names %s, which is missing", cur_path, mpath);
 		goto out;
 	}
 	if ((r = env_file_size(vs->env, mpath, &msize)) < 0 ||
@@ -752,7 +752,7 @@ int vs_recover(struct version_set *vs)
 			goto out;
 		if (first && !e.has_format) {
 			edit_free(&e);
-			r = KV_CORRUPT("%s: the first record carries no format version", mpath);
+			r = ERR_CORRUPT("%s: the first record carries no format version", mpath);
 			goto out;
 		}
 		have_next |= e.has_next_file;
@@ -768,7 +768,7 @@ int vs_recover(struct version_set *vs)
 	if ((r = manifest_tail_check(f, msize, rd, mpath)) < 0)
 		goto out;
 	if (!have_next || !have_log || !have_seq) {
-		r = KV_CORRUPT("%s: incomplete manifest (no %s)", mpath,
+		r = ERR_CORRUPT("%s: incomplete manifest (no %s)", mpath,
 			       !have_next ? "next file number" : !have_log ? "log number" :
 			       "last sequence");
 		goto out;
@@ -782,10 +782,10 @@ int vs_recover(struct version_set *vs)
 				char *p = fname_sst(vs->dir, fm->number);
 				uint64_t sz;
 				if (env_file_size(vs->env, p, &sz) < 0)
-					r = KV_CORRUPT("%s: table file is missing (named in %s)", p,
+					r = ERR_CORRUPT("%s: table file is missing (named in %s)", p,
 						       mpath);
 				else if (sz != fm->size)
-					r = KV_CORRUPT("%s: size %llu, but the manifest says %llu", p,
+					r = ERR_CORRUPT("%s: size %llu, but the manifest says %llu", p,
 						       (unsigned long long)sz,
 						       (unsigned long long)fm->size);
 				free(p);
@@ -943,7 +943,7 @@ int vs_log_and_apply(struct version_set *vs, struct version_edit *e)
 	int r;
 
 	if (t && t->dropped)
-		return KV_ERROR(-ENOENT, "tree %s was dropped", t->name);
+		return ERR_SET(-ENOENT, "tree %s was dropped", t->name);
 	if (t && !e->has_log_number) {
 		e->has_log_number = 1;
 		e->log_number = t->log_number;

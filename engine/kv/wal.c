@@ -66,7 +66,7 @@ static void encode_record(struct buf *b, struct slice rec)
 static int check_size(struct slice rec)
 {
 	if (rec.len > WAL_MAX_RECORD)
-		return KV_ERROR(-E2BIG, "log record of %zu bytes exceeds the limit of %u bytes",
+		return ERR_SET(-E2BIG, "log record of %zu bytes exceeds the limit of %u bytes",
 				rec.len, WAL_MAX_RECORD);
 	return 0;
 }
@@ -222,7 +222,7 @@ static int read_at(struct wal_reader *r, char *p, size_t n, uint64_t off)
 	if (err)
 		return err;
 	if (got != n)
-		return KV_ERROR(-EIO, "%s: log shorter than its %" PRIu64 " bytes: read %zu of "
+		return ERR_SET(-EIO, "%s: log shorter than its %" PRIu64 " bytes: read %zu of "
 				"%zu bytes at offset %" PRIu64, r->name, r->size, got, n, off);
 	return 0;
 }
@@ -397,17 +397,17 @@ static int damaged(struct wal_reader *r, uint64_t data_end, const char *what, ui
 			return end_torn(r);
 		}
 		if (next == r->size)
-			r->state = KV_CORRUPT("%s: log record at offset %" PRIu64 " (length %"
+			r->state = ERR_CORRUPT("%s: log record at offset %" PRIu64 " (length %"
 					      PRIu32 "): %s, and no intact record follows it",
 					      r->name, r->off, len, what);
 		else
-			r->state = KV_CORRUPT("%s: log record at offset %" PRIu64 " (length %"
+			r->state = ERR_CORRUPT("%s: log record at offset %" PRIu64 " (length %"
 					      PRIu32 "): %s, and an intact record follows at "
 					      "offset %" PRIu64 " with no unwritten sector between",
 					      r->name, r->off, len, what, next);
 		return r->state;
 	}
-	r->state = KV_CORRUPT("%s: log record at offset %" PRIu64 " (length %" PRIu32 "): %s, "
+	r->state = ERR_CORRUPT("%s: log record at offset %" PRIu64 " (length %" PRIu32 "): %s, "
 			      "and more data follows it", r->name, r->off, len, what);
 	return r->state;
 }

@@ -519,26 +519,26 @@ int cell_decode(struct slice stored, struct cell_value *out)
 	uint64_t u64;
 
 	if (stored.len == 0)
-		return KV_CORRUPT("cell value: empty, no type tag");
+		return ERR_CORRUPT("cell value: empty, no type tag");
 	v.type = (enum cell_type)(unsigned char)stored.data[0];
 	if (!type_valid(v.type))
-		return KV_CORRUPT("cell value: invalid type tag %u", (unsigned char)stored.data[0]);
+		return ERR_CORRUPT("cell value: invalid type tag %u", (unsigned char)stored.data[0]);
 	p = slice_make(stored.data + 1, stored.len - 1);
 	if (v.type == CELL_STRING || v.type == CELL_BYTES) {
 		if (v.type == CELL_STRING && !cell_utf8_valid(p.data, p.len))
-			return KV_CORRUPT("cell value: string of %zu bytes is not valid UTF-8",
+			return ERR_CORRUPT("cell value: string of %zu bytes is not valid UTF-8",
 					  p.len);
 		v.v.data = p;
 		*out = v;
 		return 0;
 	}
 	if (p.len != fixed_len[v.type])
-		return KV_CORRUPT("cell value: %s payload of %zu bytes, want %zu",
+		return ERR_CORRUPT("cell value: %s payload of %zu bytes, want %zu",
 				  type_names[v.type], p.len, fixed_len[v.type]);
 	switch (v.type) {
 	case CELL_BOOLEAN:
 		if ((unsigned char)p.data[0] > 1)
-			return KV_CORRUPT("cell value: boolean byte %u",
+			return ERR_CORRUPT("cell value: boolean byte %u",
 					  (unsigned char)p.data[0]);
 		v.v.boolean = p.data[0];
 		break;

@@ -95,7 +95,7 @@ static int error_context(int r, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	return KV_ERROR(r, "%s: %s", what, cause);
+	return ERR_SET(r, "%s: %s", what, cause);
 }
 
 /* ------------------------------------------------------------ names */
@@ -146,12 +146,12 @@ int tbl_check_table_name(const char *name)
 {
 	API_ENTRY();
 	if (!name)
-		return KV_ERROR(-EINVAL, "no table name");
+		return ERR_SET(-EINVAL, "no table name");
 	if (strnlen(name, TBL_MAX_NAME + 1) > TBL_MAX_NAME)
-		return KV_ERROR(-ENAMETOOLONG, "table name \"%.60s...\": longer than the limit "
+		return ERR_SET(-ENAMETOOLONG, "table name \"%.60s...\": longer than the limit "
 				"of %u characters", name, TBL_MAX_NAME);
 	if (!table_name_ok(name))
-		return KV_ERROR(-EINVAL, "table name \"%.600s\": a table name is 1 to %u of "
+		return ERR_SET(-EINVAL, "table name \"%.600s\": a table name is 1 to %u of "
 				"A-Z a-z 0-9 - _ . # $, and not \".\" or \"..\"", name,
 				TBL_MAX_NAME);
 	return 0;
@@ -161,12 +161,12 @@ int tbl_check_family_name(const char *name)
 {
 	API_ENTRY();
 	if (!name)
-		return KV_ERROR(-EINVAL, "no family name");
+		return ERR_SET(-EINVAL, "no family name");
 	if (strnlen(name, TBL_MAX_FAMILY_NAME + 1) > TBL_MAX_FAMILY_NAME)
-		return KV_ERROR(-ENAMETOOLONG, "family name \"%.60s...\": longer than the limit "
+		return ERR_SET(-ENAMETOOLONG, "family name \"%.60s...\": longer than the limit "
 				"of %u characters", name, TBL_MAX_FAMILY_NAME);
 	if (!family_name_ok(name))
-		return KV_ERROR(-EINVAL, "family name \"%.100s\": a family name is 1 to %u of "
+		return ERR_SET(-EINVAL, "family name \"%.100s\": a family name is 1 to %u of "
 				"A-Z a-z 0-9 - _ ., and not \".\" or \"..\"", name,
 				TBL_MAX_FAMILY_NAME);
 	return 0;
@@ -185,7 +185,7 @@ static int check_family_name(const char *table, const char *family)
 		char why[512];
 
 		snprintf(why, sizeof(why), "%s", kv_strerror(r));
-		return KV_ERROR(r, "table %s: %s", table, why);
+		return ERR_SET(r, "table %s: %s", table, why);
 	}
 	return 0;
 }
@@ -196,17 +196,17 @@ static int check_settings(const char *table, const char *family,
 	const char *g = s->locality_group;
 
 	if (s->type < CELL_STRING || s->type > CELL_TYPE_MAX)
-		return KV_ERROR(-EINVAL, "table %s, family %s: cell type %d is not one of 1..%d",
+		return ERR_SET(-EINVAL, "table %s, family %s: cell type %d is not one of 1..%d",
 				table, family, (int)s->type, CELL_TYPE_MAX);
 	if (s->compression < 0 || s->compression > 22)
-		return KV_ERROR(-EINVAL, "table %s, family %s: compression %d is not 0 (none) "
+		return ERR_SET(-EINVAL, "table %s, family %s: compression %d is not 0 (none) "
 				"or a zstd level 1..22", table, family, s->compression);
 	if (s->ttl > TBL_MAX_TTL)
-		return KV_ERROR(-EINVAL, "table %s, family %s: ttl %llu s is above the limit of "
+		return ERR_SET(-EINVAL, "table %s, family %s: ttl %llu s is above the limit of "
 				"%llu s", table, family, (unsigned long long)s->ttl,
 				(unsigned long long)TBL_MAX_TTL);
 	if (!family_name_ok(g))
-		return KV_ERROR(-EINVAL, "table %s, family %s: locality group name \"%.*s\": a "
+		return ERR_SET(-EINVAL, "table %s, family %s: locality group name \"%.*s\": a "
 				"group name is 1 to %u of A-Z a-z 0-9 - _ ., not . or ..", table,
 				family, (int)TBL_MAX_FAMILY_NAME, g, TBL_MAX_FAMILY_NAME);
 	return 0;
@@ -216,7 +216,7 @@ int tbl_check_row(const void *row, size_t len)
 {
 	(void)row;
 	if (len > TBL_MAX_ROW_KEY)
-		return KV_ERROR(-ENAMETOOLONG, "row key of %zu bytes is longer than the limit of "
+		return ERR_SET(-ENAMETOOLONG, "row key of %zu bytes is longer than the limit of "
 				"%u bytes", len, TBL_MAX_ROW_KEY);
 	return 0;
 }
@@ -225,7 +225,7 @@ int tbl_check_row_key(const void *row, size_t len)
 {
 	API_ENTRY();
 	if (len && !row)
-		return KV_ERROR(-EINVAL, "a NULL row key of %zu bytes", len);
+		return ERR_SET(-EINVAL, "a NULL row key of %zu bytes", len);
 	return tbl_check_row(row, len);
 }
 
@@ -233,9 +233,9 @@ int tbl_check_qualifier(const void *q, size_t len)
 {
 	API_ENTRY();
 	if (len && !q)
-		return KV_ERROR(-EINVAL, "a NULL qualifier of %zu bytes", len);
+		return ERR_SET(-EINVAL, "a NULL qualifier of %zu bytes", len);
 	if (len > TBL_MAX_QUALIFIER)
-		return KV_ERROR(-ENAMETOOLONG, "qualifier of %zu bytes is longer than the limit of "
+		return ERR_SET(-ENAMETOOLONG, "qualifier of %zu bytes is longer than the limit of "
 				"%u bytes", len, TBL_MAX_QUALIFIER);
 	return 0;
 }
@@ -639,12 +639,12 @@ static int load_counters(struct load *ld, struct slice key, struct slice val)
 	struct tbl_db *db = ld->db;
 
 	if (key.len != 0 || val.len != 8)
-		return KV_CORRUPT("schema: the id counter record has %zu key and %zu value bytes",
+		return ERR_CORRUPT("schema: the id counter record has %zu key and %zu value bytes",
 				  key.len + 5, val.len);
 	db->next_table = dec_fixed32(val.data);
 	db->next_group = dec_fixed32(val.data + 4);
 	if (db->next_table == 0 || db->next_group == 0)
-		return KV_CORRUPT("schema: the id counters (%u, %u) are not above 0",
+		return ERR_CORRUPT("schema: the id counters (%u, %u) are not above 0",
 				  db->next_table, db->next_group);
 	return 0;
 }
@@ -654,7 +654,7 @@ static int load_ts_mark(struct load *ld, struct slice key, struct slice val)
 	struct tbl_db *db = ld->db;
 
 	if (key.len != 0 || val.len != 8)
-		return KV_CORRUPT("schema: the timestamp mark record has %zu key and %zu value "
+		return ERR_CORRUPT("schema: the timestamp mark record has %zu key and %zu value "
 				  "bytes", key.len + 5, val.len);
 	db->ts_mark = dec_fixed64(val.data);
 	/* every timestamp given out before is below the mark: the next one is not */
@@ -670,12 +670,12 @@ static int load_table(struct load *ld, struct slice key, struct slice val)
 	int r = 0;
 
 	if (strlen(name) != key.len || !table_name_ok(name) || val.len != 4) {
-		r = KV_CORRUPT("schema: a table record (%zu name bytes) is malformed", key.len);
+		r = ERR_CORRUPT("schema: a table record (%zu name bytes) is malformed", key.len);
 		goto out;
 	}
 	id = dec_fixed32(val.data);
 	if (id == 0 || id >= db->next_table || id == UINT32_MAX) {
-		r = KV_CORRUPT("schema: table %s has id %u: not in 1 up to the next id %u", name,
+		r = ERR_CORRUPT("schema: table %s has id %u: not in 1 up to the next id %u", name,
 			       id, db->next_table);
 		goto out;
 	}
@@ -705,7 +705,7 @@ static int index_tables(struct load *ld)
 	qsort(ld->by_id, db->ntables, sizeof(*ld->by_id), cmp_table_id);
 	for (size_t i = 1; i < db->ntables; i++)
 		if (ld->by_id[i]->id == ld->by_id[i - 1]->id)
-			return KV_CORRUPT("schema: tables %s and %s have the same id %u",
+			return ERR_CORRUPT("schema: tables %s and %s have the same id %u",
 					  ld->by_id[i - 1]->name, ld->by_id[i]->name,
 					  ld->by_id[i]->id);
 	return 0;
@@ -719,7 +719,7 @@ static int record_table(struct load *ld, struct slice key, const char *what,
 	uint32_t id;
 
 	if (key.len < 4)
-		return KV_CORRUPT("schema: a %s record key is too short", what);
+		return ERR_CORRUPT("schema: a %s record key is too short", what);
 	id = dec_fixed32(key.data);
 	*t = NULL;
 	while (lo < hi) {
@@ -735,7 +735,7 @@ static int record_table(struct load *ld, struct slice key, const char *what,
 			hi = mid;
 	}
 	if (!*t)
-		return KV_CORRUPT("schema: a %s record belongs to table id %u, which does not "
+		return ERR_CORRUPT("schema: a %s record belongs to table id %u, which does not "
 				  "exist", what, id);
 	*rest = slice_make(key.data + 4, key.len - 4);
 	return 0;
@@ -755,12 +755,12 @@ static int load_group(struct load *ld, struct slice key, struct slice val)
 	name = xmemdup(rest.data, rest.len);
 	if (strlen(name) != rest.len || !family_name_ok(name) || val.len != 4 ||
 	    !strcmp(name, TSCH_DEFAULT_GROUP)) {
-		r = KV_CORRUPT("schema: table %s: a locality group record is malformed", t->name);
+		r = ERR_CORRUPT("schema: table %s: a locality group record is malformed", t->name);
 		goto out;
 	}
 	id = dec_fixed32(val.data);
 	if (id == 0 || id >= ld->db->next_group) {
-		r = KV_CORRUPT("schema: table %s: locality group %s has id %u: not in 1 up to "
+		r = ERR_CORRUPT("schema: table %s: locality group %s has id %u: not in 1 up to "
 			       "the next id %u", t->name, name, id, ld->db->next_group);
 		goto out;
 	}
@@ -787,7 +787,7 @@ static int check_group_ids(struct load *ld)
 	qsort(ld->group_ids, ld->ngroup_ids, sizeof(*ld->group_ids), cmp_u32);
 	for (size_t i = 1; i < ld->ngroup_ids; i++)
 		if (ld->group_ids[i] == ld->group_ids[i - 1])
-			return KV_CORRUPT("schema: two locality groups have the id %u",
+			return ERR_CORRUPT("schema: two locality groups have the id %u",
 					  ld->group_ids[i]);
 	return 0;
 }
@@ -840,7 +840,7 @@ static int load_family(struct load *ld, struct slice key, struct slice val)
 	f->name = xmemdup(rest.data, namelen);
 	if (decode_family(val, f, &group) < 0 || !family_name_ok(f->name) ||
 	    check_settings(t->name, f->name, &f->s) < 0) {
-		r = KV_CORRUPT("schema: table %s: the record of family %s is malformed", t->name,
+		r = ERR_CORRUPT("schema: table %s: the record of family %s is malformed", t->name,
 			       f->name);
 		goto fail;
 	}
@@ -849,22 +849,22 @@ static int load_family(struct load *ld, struct slice key, struct slice val)
 			 (uint16_t)((unsigned char)rest.data[namelen + 1] |
 				    (unsigned char)rest.data[namelen + 2] << 8) != f->id
 		       : rest.len != namelen) {
-		r = KV_CORRUPT("schema: table %s: the key of family %s does not match its record",
+		r = ERR_CORRUPT("schema: table %s: the key of family %s does not match its record",
 			       t->name, f->name);
 		goto fail;
 	}
 	if (f->id == UINT16_MAX || tsch_family_by_id(t, f->id)) {
-		r = KV_CORRUPT("schema: table %s: family %s has id %u, which is reserved or "
+		r = ERR_CORRUPT("schema: table %s: family %s has id %u, which is reserved or "
 			       "taken", t->name, f->name, f->id);
 		goto fail;
 	}
 	if (!f->dropped && tsch_find_family(t, f->name)) {
-		r = KV_CORRUPT("schema: table %s: family %s is recorded twice", t->name, f->name);
+		r = ERR_CORRUPT("schema: table %s: family %s is recorded twice", t->name, f->name);
 		goto fail;
 	}
 	f->group = group_find(t, f->s.locality_group);
 	if (!f->group) {
-		r = KV_CORRUPT("schema: table %s: family %s is in locality group %s, which has no "
+		r = ERR_CORRUPT("schema: table %s: family %s is in locality group %s, which has no "
 			       "record", t->name, f->name, f->s.locality_group);
 		goto fail;
 	}
@@ -1197,7 +1197,7 @@ int tbl_open(const char *dir, const struct tbl_options *o, struct tbl_db **out)
 
 	*out = NULL;
 	if (o->max_value_size == 0 || o->max_value_size > TBL_LIMIT_MAX_VALUE)
-		return KV_ERROR(-EINVAL, "%s: the largest value size %zu is not in 1..%u", dir,
+		return ERR_SET(-EINVAL, "%s: the largest value size %zu is not in 1..%u", dir,
 				o->max_value_size, TBL_LIMIT_MAX_VALUE);
 	db = xcalloc(1, sizeof(*db));
 	db->opt = *o;
@@ -1335,7 +1335,7 @@ int tbl_family_id(struct tbl_db *db, const char *table, const char *family, uint
 	if (f)
 		*id = (uint64_t)t->id << 16 | f->id;
 	else
-		r = KV_ERROR(-ENOENT, "table %s, family %.100s: no such family", table,
+		r = ERR_SET(-ENOENT, "table %s, family %.100s: no such family", table,
 			     family ? family : "(null)");
 	tsch_unlock(db);
 	return r;
@@ -1349,7 +1349,7 @@ int tsch_lock_table(struct tbl_db *db, const char *name, struct tsch_table **t)
 	*t = tsch_find_table(db, name);
 	if (!*t) {
 		pthread_rwlock_unlock(&db->schema_lock);
-		return KV_ERROR(-ENOENT, "table %.600s: no such table", name);
+		return ERR_SET(-ENOENT, "table %.600s: no such table", name);
 	}
 	return 0;
 }
@@ -1372,12 +1372,12 @@ int tbl_create_table(struct tbl_db *db, const char *table)
 		return r;
 	pthread_rwlock_wrlock(&db->schema_lock);
 	if (tsch_find_table(db, table)) {
-		r = KV_ERROR(-EEXIST, "table %s: exists already", table);
+		r = ERR_SET(-EEXIST, "table %s: exists already", table);
 		goto out;
 	}
 	id = db->next_table;
 	if (id == UINT32_MAX) {
-		r = KV_ERROR(-ENOSPC, "table %s: every table id has been used", table);
+		r = ERR_SET(-ENOSPC, "table %s: every table id has been used", table);
 		goto out;
 	}
 	batch = kv_batch_new();
@@ -1423,13 +1423,13 @@ int tbl_drop_table(struct tbl_db *db, const char *table, int force)
 	pthread_rwlock_wrlock(&db->schema_lock);
 	t = tsch_find_table(db, table);
 	if (!t) {
-		r = KV_ERROR(-ENOENT, "table %.600s: no such table", table);
+		r = ERR_SET(-ENOENT, "table %.600s: no such table", table);
 		goto out;
 	}
 	if (!force) {
 		r = tscan_table_has_cells(db, t, NULL);
 		if (r > 0)
-			r = KV_ERROR(-ENOTEMPTY, "table %s: holds cells; drop it with force",
+			r = ERR_SET(-ENOTEMPTY, "table %s: holds cells; drop it with force",
 				     table);
 		if (r < 0)
 			goto out;
@@ -1534,7 +1534,7 @@ int tbl_list_groups(struct tbl_db *db, const char *table, struct tbl_group_info 
 	*n = 0;
 	pthread_rwlock_rdlock(&db->schema_lock);
 	if (table && !tsch_find_table(db, table)) {
-		r = KV_ERROR(-ENOENT, "table %.600s: no such table", table);
+		r = ERR_SET(-ENOENT, "table %.600s: no such table", table);
 		goto out;
 	}
 	for (size_t i = 0; i < db->ntables; i++) {
@@ -1593,7 +1593,7 @@ int tbl_compact(struct tbl_db *db, const char *table,
 
 		if (!t) {
 			pthread_rwlock_unlock(&db->schema_lock);
-			return KV_ERROR(-ENOENT, "table %.600s: no such table", table);
+			return ERR_SET(-ENOENT, "table %.600s: no such table", table);
 		}
 		tkey_table_prefix(&lo, t->id);
 		has_hi = tkey_successor(&hi, buf_slice(&lo));
@@ -1652,10 +1652,10 @@ static int find_family_locked(struct tbl_db *db, const char *table, const char *
 {
 	*t = tsch_find_table(db, table);
 	if (!*t)
-		return KV_ERROR(-ENOENT, "table %.600s: no such table", table);
+		return ERR_SET(-ENOENT, "table %.600s: no such table", table);
 	*f = tsch_find_family(*t, family);
 	if (!*f)
-		return KV_ERROR(-ENOENT, "table %s, family %.100s: no such family", table, family);
+		return ERR_SET(-ENOENT, "table %s, family %.100s: no such family", table, family);
 	return 0;
 }
 
@@ -1673,7 +1673,7 @@ static int group_create(struct tbl_db *db, struct tsch_table *t, const char *nam
 
 	*out = NULL;
 	if (id == UINT32_MAX)
-		return KV_ERROR(-ENOSPC, "table %s: every locality group id has been used",
+		return ERR_SET(-ENOSPC, "table %s: every locality group id has been used",
 				t->name);
 	r = group_tree_open(db, id, compression, &tree);
 	if (r < 0)
@@ -1710,15 +1710,15 @@ int tbl_add_family(struct tbl_db *db, const char *table, const char *family,
 	pthread_rwlock_wrlock(&db->schema_lock);
 	t = tsch_find_table(db, table);
 	if (!t) {
-		r = KV_ERROR(-ENOENT, "table %.600s: no such table", table);
+		r = ERR_SET(-ENOENT, "table %.600s: no such table", table);
 		goto out;
 	}
 	if (tsch_find_family(t, family)) {
-		r = KV_ERROR(-EEXIST, "table %s, family %s: exists already", table, family);
+		r = ERR_SET(-EEXIST, "table %s, family %s: exists already", table, family);
 		goto out;
 	}
 	if (t->next_family == UINT16_MAX) {
-		r = KV_ERROR(-ENOSPC, "table %s, family %s: every family id of the table has been "
+		r = ERR_SET(-ENOSPC, "table %s, family %s: every family id of the table has been "
 			     "used", table, family);
 		goto out;
 	}
@@ -1793,7 +1793,7 @@ int tbl_alter_family(struct tbl_db *db, const char *table, const char *family,
 		/* a family's cells are keyed in its group's tree: move only an empty one */
 		r = tscan_table_has_cells(db, t, f);
 		if (r > 0)
-			r = KV_ERROR(-ENOTEMPTY, "table %s, family %s: holds cells, so it cannot "
+			r = ERR_SET(-ENOTEMPTY, "table %s, family %s: holds cells, so it cannot "
 				     "move to locality group %s", table, family,
 				     s->locality_group);
 		if (r < 0)
@@ -1855,7 +1855,7 @@ int tbl_drop_family(struct tbl_db *db, const char *table, const char *family, in
 	if (!force) {
 		r = tscan_table_has_cells(db, t, f);
 		if (r > 0)
-			r = KV_ERROR(-ENOTEMPTY, "table %s, family %s: holds cells; drop it with "
+			r = ERR_SET(-ENOTEMPTY, "table %s, family %s: holds cells; drop it with "
 				     "force", table, family);
 		if (r < 0)
 			goto out;
@@ -1895,7 +1895,7 @@ int tbl_get_family(struct tbl_db *db, const char *table, const char *family,
 	if (f)
 		*s = f->s;
 	else
-		r = KV_ERROR(-ENOENT, "table %s, family %.100s: no such family", table, family);
+		r = ERR_SET(-ENOENT, "table %s, family %.100s: no such family", table, family);
 	tsch_unlock(db);
 	return r;
 }

@@ -173,10 +173,10 @@ static int scan_component(struct slice key, size_t pos, const char *what, struct
 		const char *z = memchr(p, 0, (size_t)(end - p));
 
 		if (!z)
-			return KV_CORRUPT("cell key: %s at offset %zu has no terminator", what,
+			return ERR_CORRUPT("cell key: %s at offset %zu has no terminator", what,
 					  pos);
 		if (z + 1 == end)
-			return KV_CORRUPT("cell key: %s ends in a lone 0x00 at offset %zu", what,
+			return ERR_CORRUPT("cell key: %s ends in a lone 0x00 at offset %zu", what,
 					  (size_t)(z - base));
 		if (z[1] == '\x01') {
 			c->len = (size_t)(z - base) - pos;
@@ -184,7 +184,7 @@ static int scan_component(struct slice key, size_t pos, const char *what, struct
 			return 0;
 		}
 		if (z[1] != '\xff')
-			return KV_CORRUPT("cell key: %s has 0x00 0x%02x at offset %zu", what,
+			return ERR_CORRUPT("cell key: %s has 0x00 0x%02x at offset %zu", what,
 					  (unsigned char)z[1], (size_t)(z - base));
 		c->zeros++;
 		p = z + 2;
@@ -235,7 +235,7 @@ static size_t unescaped_len(const struct component *c)
 static int scan_row(struct slice key, struct component *row, size_t *next)
 {
 	if (key.len < TKEY_TABLE_LEN)
-		return KV_CORRUPT("cell key: %zu bytes, too short for a table id", key.len);
+		return ERR_CORRUPT("cell key: %zu bytes, too short for a table id", key.len);
 	return scan_component(key, TKEY_TABLE_LEN, "row", row, next);
 }
 
@@ -270,12 +270,12 @@ int tkey_decode(struct slice key, struct tkey *out, struct buf *scratch)
 	if (r < 0)
 		return r;
 	if (key.len - pos < TKEY_FAMILY_LEN)
-		return KV_CORRUPT("cell key: truncated in the family id at offset %zu", pos);
+		return ERR_CORRUPT("cell key: truncated in the family id at offset %zu", pos);
 	r = scan_component(key, pos + TKEY_FAMILY_LEN, "qualifier", &qual, &pos);
 	if (r < 0)
 		return r;
 	if (key.len - pos != TKEY_TS_LEN)
-		return KV_CORRUPT("cell key: %zu bytes after the qualifier at offset %zu, want %d",
+		return ERR_CORRUPT("cell key: %zu bytes after the qualifier at offset %zu, want %d",
 				  key.len - pos, pos, TKEY_TS_LEN);
 
 	/* One reservation for both, so the first slice cannot move while the second is written. */

@@ -97,7 +97,7 @@ int tkey_successor(struct buf *out, struct slice prefix);
 
 /*
  * Decode a cell key into its parts.  Returns 0, or -EUCLEAN (with a message,
- * see KV_CORRUPT) if key is not exactly one well-formed cell key: too short
+ * see ERR_CORRUPT) if key is not exactly one well-formed cell key: too short
  * for a fixed field, a component without its terminator, 0x00 followed by
  * anything but 0x01 or 0xFF, or bytes left after the timestamp.  Never reads
  * outside key.

@@ -106,7 +106,7 @@ static int in_context(int r, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(where, sizeof(where), fmt, ap);
 	va_end(ap);
-	return KV_ERROR(r, "%s: %s", where, why);
+	return ERR_SET(r, "%s: %s", where, why);
 }
 
 /* What one call is mutating: the row of a resolved table, and scratch space. */
@@ -177,11 +177,11 @@ static void unlock_row(struct tbl_db *db, pthread_mutex_t *mu)
 static int find_family(struct mut *c, const char *name, struct tsch_family **f)
 {
 	if (!name)
-		return KV_ERROR(-EINVAL, "table %s, row \"%s\": a mutation names no family",
+		return ERR_SET(-EINVAL, "table %s, row \"%s\": a mutation names no family",
 				c->t->name, c->row_text);
 	*f = tsch_find_family(c->t, name);
 	if (!*f)
-		return KV_ERROR(-ENOENT, "table %s, row \"%s\": no column family %s",
+		return ERR_SET(-ENOENT, "table %s, row \"%s\": no column family %s",
 				c->t->name, c->row_text, name);
 	return 0;
 }
@@ -216,15 +216,15 @@ static int encode_value(struct mut *c, const struct tsch_family *f, struct slice
 	size_t size = payload_size(v);
 
 	if (v->type <= CELL_INVALID || v->type > CELL_TYPE_MAX)
-		return KV_ERROR(-EINVAL, "table %s, row \"%s\", column %s:%s: invalid cell type %d",
+		return ERR_SET(-EINVAL, "table %s, row \"%s\", column %s:%s: invalid cell type %d",
 				c->t->name, c->row_text, f->name, show(qt, q), (int)v->type);
 	if (size > c->db->opt.max_value_size)
-		return KV_ERROR(-EFBIG, "table %s, row \"%s\", column %s:%s: a value of %zu bytes "
+		return ERR_SET(-EFBIG, "table %s, row \"%s\", column %s:%s: a value of %zu bytes "
 				"exceeds the maximum of %zu", c->t->name, c->row_text, f->name,
 				show(qt, q), size, c->db->opt.max_value_size);
 	buf_clear(&c->val);
 	if (cell_encode(&c->val, v) < 0)
-		return KV_ERROR(-EINVAL, "table %s, row \"%s\", column %s:%s: not a valid %s "
+		return ERR_SET(-EINVAL, "table %s, row \"%s\", column %s:%s: not a valid %s "
 				"value%s", c->t->name, c->row_text, f->name, show(qt, q),
 				cell_type_name(v->type),
 				v->type == CELL_STRING ? " (strings must be UTF-8)" : "");
@@ -243,8 +243,8 @@ static int batch_err(struct mut *c, int r)
 	if (r != -E2BIG)
 		return r;
 	c->batch_full = 1;
-	snprintf(why, sizeof(why), "%s", kv_strerror(r));   /* KV_ERROR overwrites it */
-	return KV_ERROR(-EFBIG, "table %s, row \"%s\": the row mutation is too large for one "
+	snprintf(why, sizeof(why), "%s", kv_strerror(r));   /* ERR_SET overwrites it */
+	return ERR_SET(-EFBIG, "table %s, row \"%s\": the row mutation is too large for one "
 			"atomic write (%s)", c->t->name, c->row_text, why);
 }
 
@@ -305,7 +305,7 @@ static int add_mutation(struct mut *c, struct kv_batch *b, const struct tbl_muta
 		return 0;
 	}
 	if (m->op < TBL_SET || m->op > TBL_DELETE_FAMILY)
-		return KV_ERROR(-EINVAL, "table %s, row \"%s\": unknown mutation %d",
+		return ERR_SET(-EINVAL, "table %s, row \"%s\": unknown mutation %d",
 				c->t->name, c->row_text, (int)m->op);
 	r = find_family(c, m->family, &f);
 	if (r)
@@ -319,7 +319,7 @@ static int add_mutation(struct mut *c, struct kv_batch *b, const struct tbl_muta
 		return add_range(c, b, tree);
 	}
 	if (q.len && !q.data)
-		return KV_ERROR(-EINVAL, "table %s, row \"%s\", family %s: NULL qualifier of "
+		return ERR_SET(-EINVAL, "table %s, row \"%s\", family %s: NULL qualifier of "
 				"%zu bytes", c->t->name, c->row_text, f->name, q.len);
 	r = tbl_check_qualifier(q.data, q.len);
 	if (r)
@@ -341,7 +341,7 @@ static int add_mutation(struct mut *c, struct kv_batch *b, const struct tbl_muta
 		return add_put(c, b, f);
 	case TBL_DELETE_VERSION:
 		if (m->ts == UINT64_MAX)
-			return KV_ERROR(-EINVAL, "table %s, row \"%s\", column %s:%s: deleting a "
+			return ERR_SET(-EINVAL, "table %s, row \"%s\", column %s:%s: deleting a "
 					"version needs its timestamp, not TBL_TS_NOW",
 					c->t->name, c->row_text, f->name, show(qt, q));
 		if (!b)
@@ -350,7 +350,7 @@ static int add_mutation(struct mut *c, struct kv_batch *b, const struct tbl_muta
 		return add_delete(c, b, tree);
 	case TBL_DELETE_VERSIONS:
 		if (m->ts_end != 0 && m->ts >= m->ts_end)
-			return KV_ERROR(-EINVAL, "table %s, row \"%s\", column %s:%s: empty time "
+			return ERR_SET(-EINVAL, "table %s, row \"%s\", column %s:%s: empty time "
 					"range [%llu, %llu)", c->t->name, c->row_text, f->name,
 					show(qt, q), (unsigned long long)m->ts,
 					(unsigned long long)m->ts_end);
@@ -407,7 +407,7 @@ static int add_mutations(struct mut *c, struct kv_batch *b, const struct tbl_mut
 static int check_flags(struct mut *c, unsigned flags)
 {
 	if (flags & ~TBL_SYNC)
-		return KV_ERROR(-EINVAL, "table %s, row \"%s\": unknown mutation flags %#x",
+		return ERR_SET(-EINVAL, "table %s, row \"%s\": unknown mutation flags %#x",
 				c->t->name, c->row_text, flags & ~TBL_SYNC);
 	return 0;
 }
@@ -443,7 +443,7 @@ static int begin(struct mut *c, struct tbl_db *db, const char *table, struct sli
 	int r;
 
 	if (row.len && !row.data)
-		return KV_ERROR(-EINVAL, "table %s: NULL row key of %zu bytes", table, row.len);
+		return ERR_SET(-EINVAL, "table %s: NULL row key of %zu bytes", table, row.len);
 	r = tbl_check_row(row.data, row.len);
 	if (r)
 		return in_context(r, "table %s", table);
@@ -474,7 +474,7 @@ int tbl_mutate_row(struct tbl_db *db, const char *table, const void *row, size_t
 	int r;
 
 	if (n && !m)
-		return KV_ERROR(-EINVAL, "table %s: NULL list of %zu mutations", table, n);
+		return ERR_SET(-EINVAL, "table %s: NULL list of %zu mutations", table, n);
 	r = begin(&c, db, table, slice_make(row, row_len), flags, &mu);
 	if (r)
 		return r;
@@ -526,10 +526,10 @@ int tbl_write_rows(struct tbl_db *db, const char *table, const struct tbl_row_mu
 	int r;
 
 	if (n && !rows)
-		return KV_ERROR(-EINVAL, "table %s: NULL list of %zu rows", table, n);
+		return ERR_SET(-EINVAL, "table %s: NULL list of %zu rows", table, n);
 	for (i = 0; i < n; i++) {
 		if ((rows[i].row_len && !rows[i].row) || (rows[i].n && !rows[i].m))
-			r = KV_ERROR(-EINVAL, "table %s: row %zu of the list has a NULL key or "
+			r = ERR_SET(-EINVAL, "table %s: row %zu of the list has a NULL key or "
 				     "mutation list", table, i);
 		else
 			r = tbl_check_row(rows[i].row, rows[i].row_len);
@@ -570,7 +570,7 @@ int tbl_write_rows(struct tbl_db *db, const char *table, const struct tbl_row_mu
 		r = add_mutations(&c, b, rows[i].m, rows[i].n);
 		if (r) {
 			if (r == -EFBIG && c.batch_full && i > 0)
-				r = KV_ERROR(-E2BIG, "table %s: rows 0..%zu of the list do not fit one "
+				r = ERR_SET(-E2BIG, "table %s: rows 0..%zu of the list do not fit one "
 					     "atomic write together; write fewer at a time", t->name, i);
 			if (bad)
 				*bad = i;
@@ -629,7 +629,7 @@ int tbl_put_text(struct tbl_db *db, const char *table, const void *row, size_t r
 	if (type == CELL_INVALID)
 		type = f->s.type;
 	if (text_len && !text) {
-		r = KV_ERROR(-EINVAL, "table %s, row \"%s\", column %s:%s: NULL text of %zu bytes",
+		r = ERR_SET(-EINVAL, "table %s, row \"%s\", column %s:%s: NULL text of %zu bytes",
 			     c.t->name, c.row_text, f->name, show(qt, q), text_len);
 		goto out;
 	}
@@ -640,12 +640,12 @@ int tbl_put_text(struct tbl_db *db, const char *table, const void *row, size_t r
 	m.qualifier_len = qualifier_len;
 	m.ts = ts;
 	if (!cell_type_name(type)) {
-		r = KV_ERROR(-EINVAL, "table %s, row \"%s\", column %s:%s: invalid cell type %d",
+		r = ERR_SET(-EINVAL, "table %s, row \"%s\", column %s:%s: invalid cell type %d",
 			     c.t->name, c.row_text, f->name, show(qt, q), (int)type);
 		goto out;
 	}
 	if (cell_parse(type, slice_make(text, text_len), &m.value) < 0) {
-		r = KV_ERROR(-EINVAL, "table %s, row \"%s\", column %s:%s: \"%s\" is not a "
+		r = ERR_SET(-EINVAL, "table %s, row \"%s\", column %s:%s: \"%s\" is not a "
 			     "valid %s", c.t->name, c.row_text, f->name, show(qt, q),
 			     show(vt, slice_make(text, text_len)), cell_type_name(type));
 		goto out;
@@ -741,7 +741,7 @@ static int rmw_ts(struct mut *c, const struct tsch_family *f, struct slice q, in
 	if (!present || newest_ts < *ts)
 		return 0;
 	if (newest_ts >= UINT64_MAX - 1)
-		return KV_ERROR(-ERANGE, "table %s, row \"%s\", column %s:%s: no timestamp after "
+		return ERR_SET(-ERANGE, "table %s, row \"%s\", column %s:%s: no timestamp after "
 				"the newest version's %llu", c->t->name, c->row_text, f->name,
 				show(qt, q), (unsigned long long)newest_ts);
 	*ts = newest_ts + 1;
@@ -772,7 +772,7 @@ static int rmw_column(struct mut *c, const char *family, struct slice q, struct 
 	if (r)
 		return r;
 	if (q.len && !q.data)
-		return KV_ERROR(-EINVAL, "table %s, row \"%s\", family %s: NULL qualifier of "
+		return ERR_SET(-EINVAL, "table %s, row \"%s\", family %s: NULL qualifier of "
 				"%zu bytes", c->t->name, c->row_text, family, q.len);
 	r = tbl_check_qualifier(q.data, q.len);
 	if (r)
@@ -810,14 +810,14 @@ int tbl_increment(struct tbl_db *db, const char *table, const void *row, size_t 
 		v.type = f->s.type;
 	}
 	if (v.type != CELL_I32 && v.type != CELL_I64) {
-		r = KV_ERROR(-EINVAL, "table %s, row \"%s\", column %s:%s: cannot increment %s %s "
+		r = ERR_SET(-EINVAL, "table %s, row \"%s\", column %s:%s: cannot increment %s %s "
 			     "(only i32 and i64)", c.t->name, c.row_text, f->name, show(qt, q),
 			     present ? "a cell of type" : "an absent cell of the family's type",
 			     cell_type_name(v.type));
 		goto out;
 	}
 	if (cell_increment(&v, delta) < 0) {
-		r = KV_ERROR(-ERANGE, "table %s, row \"%s\", column %s:%s: adding %lld "
+		r = ERR_SET(-ERANGE, "table %s, row \"%s\", column %s:%s: adding %lld "
 			     "overflows %s", c.t->name, c.row_text, f->name, show(qt, q),
 			     (long long)delta, cell_type_name(v.type));
 		goto out;
@@ -856,7 +856,7 @@ int tbl_append(struct tbl_db *db, const char *table, const void *row, size_t row
 	if (r)
 		goto out;
 	if (len && !data) {
-		r = KV_ERROR(-EINVAL, "table %s, row \"%s\", column %s:%s: NULL data of %zu bytes",
+		r = ERR_SET(-EINVAL, "table %s, row \"%s\", column %s:%s: NULL data of %zu bytes",
 			     c.t->name, c.row_text, f->name, show(qt, q), len);
 		goto out;
 	}
@@ -869,7 +869,7 @@ int tbl_append(struct tbl_db *db, const char *table, const void *row, size_t row
 		v.v.data = slice_make("", 0);
 	}
 	if (v.type != CELL_STRING && v.type != CELL_BYTES) {
-		r = KV_ERROR(-EINVAL, "table %s, row \"%s\", column %s:%s: cannot append to %s %s "
+		r = ERR_SET(-EINVAL, "table %s, row \"%s\", column %s:%s: cannot append to %s %s "
 			     "(only string and bytes)", c.t->name, c.row_text, f->name,
 			     show(qt, q),
 			     present ? "a cell of type" : "an absent cell of the family's type",
@@ -878,13 +878,13 @@ int tbl_append(struct tbl_db *db, const char *table, const void *row, size_t row
 	}
 	/* checked before joining, so an oversized append never allocates */
 	if (len > db->opt.max_value_size || v.v.data.len > db->opt.max_value_size - len) {
-		r = KV_ERROR(-EFBIG, "table %s, row \"%s\", column %s:%s: appending %zu bytes to "
+		r = ERR_SET(-EFBIG, "table %s, row \"%s\", column %s:%s: appending %zu bytes to "
 			     "%zu exceeds the maximum value size of %zu", c.t->name, c.row_text,
 			     f->name, show(qt, q), len, v.v.data.len, db->opt.max_value_size);
 		goto out;
 	}
 	if (cell_append(&v, slice_make(data, len), &out, &joined) < 0) {
-		r = KV_ERROR(-EINVAL, "table %s, row \"%s\", column %s:%s: the %zu bytes appended "
+		r = ERR_SET(-EINVAL, "table %s, row \"%s\", column %s:%s: the %zu bytes appended "
 			     "to a string are not valid UTF-8", c.t->name, c.row_text, f->name,
 			     show(qt, q), len);
 		goto out;
@@ -923,7 +923,7 @@ int tbl_check_and_mutate(struct tbl_db *db, const char *table, const void *row, 
 	int r, present, match;
 
 	if ((n && !m) || (n_otherwise && !otherwise) || (expected_len && !expected))
-		return KV_ERROR(-EINVAL, "table %s: check-and-mutate with a NULL list or value",
+		return ERR_SET(-EINVAL, "table %s: check-and-mutate with a NULL list or value",
 				table);
 	r = begin(&c, db, table, slice_make(row, row_len), flags, &mu);
 	if (r)
@@ -945,7 +945,7 @@ int tbl_check_and_mutate(struct tbl_db *db, const char *table, const void *row, 
 		match = 0;
 	} else {
 		if (cell_render(&text, &v) < 0) {
-			r = KV_CORRUPT("table %s, row \"%s\", column %s:%s: the newest version "
+			r = ERR_CORRUPT("table %s, row \"%s\", column %s:%s: the newest version "
 				       "does not render", c.t->name, c.row_text, f->name,
 				       show(qt, q));
 			goto out;
@@ -1142,7 +1142,7 @@ int tbl_rename_cell(struct tbl_db *db, const char *table, const void *row, size_
 		return r;
 	if ((rename_flags & ~(TBL_RENAME_NOREPLACE | TBL_RENAME_EXCHANGE)) ||
 	    rename_flags == (TBL_RENAME_NOREPLACE | TBL_RENAME_EXCHANGE)) {
-		r = KV_ERROR(-EINVAL, "table %s, row \"%s\": rename flags %#x: unknown, or both "
+		r = ERR_SET(-EINVAL, "table %s, row \"%s\": rename flags %#x: unknown, or both "
 			     "no-replace and exchange", c.t->name, c.row_text, rename_flags);
 		goto out;
 	}
@@ -1155,14 +1155,14 @@ int tbl_rename_cell(struct tbl_db *db, const char *table, const void *row, size_
 	if (r)
 		goto out;
 	if (src.n == 0) {
-		r = KV_ERROR(-ENOENT, "table %s, row \"%s\", column %s:%s: no such cell to rename",
+		r = ERR_SET(-ENOENT, "table %s, row \"%s\", column %s:%s: no such cell to rename",
 			     c.t->name, c.row_text, ff->name, show(qt, fq));
 		goto out;
 	}
 	if (ff == tf && slice_eq(fq, tq)) {
 		/* rename(2) of a file onto itself: nothing to do (it exists, so no-replace fails) */
 		if (rename_flags & TBL_RENAME_NOREPLACE)
-			r = KV_ERROR(-EEXIST, "table %s, row \"%s\", column %s:%s: renaming a cell "
+			r = ERR_SET(-EEXIST, "table %s, row \"%s\", column %s:%s: renaming a cell "
 				     "onto itself without replacing", c.t->name, c.row_text,
 				     ff->name, show(qt, fq));
 		goto out;
@@ -1171,13 +1171,13 @@ int tbl_rename_cell(struct tbl_db *db, const char *table, const void *row, size_
 	if (r)
 		goto out;
 	if ((rename_flags & TBL_RENAME_NOREPLACE) && dst.n) {
-		r = KV_ERROR(-EEXIST, "table %s, row \"%s\", column %s:%s: exists (renaming %s:%s "
+		r = ERR_SET(-EEXIST, "table %s, row \"%s\", column %s:%s: exists (renaming %s:%s "
 			     "without replacing)", c.t->name, c.row_text, tf->name, show(qt, tq),
 			     ff->name, show(qt2, fq));
 		goto out;
 	}
 	if (exchange && !dst.n) {
-		r = KV_ERROR(-ENOENT, "table %s, row \"%s\", column %s:%s: no such cell to "
+		r = ERR_SET(-ENOENT, "table %s, row \"%s\", column %s:%s: no such cell to "
 			     "exchange with %s:%s", c.t->name, c.row_text, tf->name, show(qt, tq),
 			     ff->name, show(qt2, fq));
 		goto out;
@@ -1229,7 +1229,7 @@ int tbl_convert_cell(struct tbl_db *db, const char *table, const void *row, size
 	if (r)
 		return r;
 	if (convert_flags & ~TBL_CONVERT_ALL_VERSIONS) {
-		r = KV_ERROR(-EINVAL, "table %s, row \"%s\": unknown conversion flags %#x",
+		r = ERR_SET(-EINVAL, "table %s, row \"%s\": unknown conversion flags %#x",
 			     c.t->name, c.row_text, convert_flags & ~TBL_CONVERT_ALL_VERSIONS);
 		goto out;
 	}
@@ -1237,7 +1237,7 @@ int tbl_convert_cell(struct tbl_db *db, const char *table, const void *row, size
 	if (r)
 		goto out;
 	if (!cell_type_name(to)) {
-		r = KV_ERROR(-EINVAL, "table %s, row \"%s\", column %s:%s: invalid cell type %d",
+		r = ERR_SET(-EINVAL, "table %s, row \"%s\", column %s:%s: invalid cell type %d",
 			     c.t->name, c.row_text, f->name, show(qt, q), (int)to);
 		goto out;
 	}
@@ -1245,7 +1245,7 @@ int tbl_convert_cell(struct tbl_db *db, const char *table, const void *row, size
 	if (r)
 		goto out;
 	if (v.n == 0) {
-		r = KV_ERROR(-ENOENT, "table %s, row \"%s\", column %s:%s: no such cell to convert",
+		r = ERR_SET(-ENOENT, "table %s, row \"%s\", column %s:%s: no such cell to convert",
 			     c.t->name, c.row_text, f->name, show(qt, q));
 		goto out;
 	}
@@ -1271,7 +1271,7 @@ int tbl_convert_cell(struct tbl_db *db, const char *table, const void *row, size
 			cell_render(&text, &in);
 			if (in.type != CELL_BYTES && text.len)
 				text.len--;
-			r = KV_ERROR(-EINVAL, "table %s, row \"%s\", column %s:%s: version %llu, %s "
+			r = ERR_SET(-EINVAL, "table %s, row \"%s\", column %s:%s: version %llu, %s "
 				     "\"%s\", does not convert to %s; nothing changed", c.t->name,
 				     c.row_text, f->name, show(qt, q), (unsigned long long)v.ts[i],
 				     cell_type_name(in.type), show(vt, buf_slice(&text)),

@@ -68,7 +68,7 @@ static int check_keys(const char *table, const void *row, size_t row_len, const 
 		char why[512];
 
 		snprintf(why, sizeof(why), "%s", kv_strerror(r));
-		return KV_ERROR(r, "table %.600s: %s", table, why);
+		return ERR_SET(r, "table %.600s: %s", table, why);
 	}
 	return 0;
 }
@@ -81,14 +81,14 @@ static int resolve(struct tbl_db *db, const char *table, const char *family,
 	int r;
 
 	if (!family)
-		return KV_ERROR(-EINVAL, "table %.600s: no family named", table);
+		return ERR_SET(-EINVAL, "table %.600s: no family named", table);
 	r = tsch_lock_table(db, table, &t);
 	if (r < 0)
 		return r;
 	f = tsch_find_family(t, family);
 	if (!f) {
 		tsch_unlock(db);
-		return KV_ERROR(-ENOENT, "table %s, family %.100s: no such family", table, family);
+		return ERR_SET(-ENOENT, "table %s, family %.100s: no such family", table, family);
 	}
 	ref->table_id = t->id;
 	ref->f = *f;
@@ -150,10 +150,10 @@ static int value_stat(struct slice v, struct buf *scratch, enum cell_type *type,
 	unsigned char tag;
 
 	if (v.len == 0)
-		return KV_CORRUPT("a cell value without its type tag");
+		return ERR_CORRUPT("a cell value without its type tag");
 	tag = (unsigned char)v.data[0];
 	if (tag == CELL_INVALID || tag > CELL_TYPE_MAX)
-		return KV_CORRUPT("a cell value with the invalid type tag %u", tag);
+		return ERR_CORRUPT("a cell value with the invalid type tag %u", tag);
 	*type = (enum cell_type)tag;
 	*value_size = v.len - 1;
 	if (tag == CELL_STRING) {
@@ -168,7 +168,7 @@ static int value_stat(struct slice v, struct buf *scratch, enum cell_type *type,
 		return -EUCLEAN;      /* cell_decode's message says what */
 	buf_clear(scratch);
 	if (cell_render(scratch, &cv) < 0)
-		return KV_CORRUPT("a stored %s value does not render", cell_type_name(*type));
+		return ERR_CORRUPT("a stored %s value does not render", cell_type_name(*type));
 	*text_size = scratch->len;
 	return 0;
 }
@@ -259,11 +259,11 @@ static int read_cell(struct tbl_db *db, const struct tbl_snapshot *snap, const c
 	r = seek_version(it, &ref, rk, q, ts, &col, &scratch);
 	if (r == 0) {
 		if (ts == TBL_TS_NEWEST)
-			r = KV_ERROR(-ENOENT, "table %s, row \"%s\", column %s:%s: no such cell",
+			r = ERR_SET(-ENOENT, "table %s, row \"%s\", column %s:%s: no such cell",
 				     table, show(rt, sizeof(rt), row, row_len), ref.name,
 				     show(qt, sizeof(qt), qualifier, qualifier_len));
 		else
-			r = KV_ERROR(-ENOENT, "table %s, row \"%s\", column %s:%s: no version "
+			r = ERR_SET(-ENOENT, "table %s, row \"%s\", column %s:%s: no version "
 				     "%llu", table, show(rt, sizeof(rt), row, row_len), ref.name,
 				     show(qt, sizeof(qt), qualifier, qualifier_len),
 				     (unsigned long long)ts);
@@ -294,7 +294,7 @@ static int read_cell(struct tbl_db *db, const struct tbl_snapshot *snap, const c
 			buf_reserve(&text, s.text_size + 1);
 			if (cell_render(&text, &cv) < 0 || text.len != s.text_size) {
 				buf_free(&text);
-				r = KV_CORRUPT("a stored %s value renders as %zu bytes, not %zu",
+				r = ERR_CORRUPT("a stored %s value renders as %zu bytes, not %zu",
 					       cell_type_name(cv.type), text.len, s.text_size);
 				goto fail;
 			}
@@ -311,7 +311,7 @@ fail:
 		char why[512];
 
 		snprintf(why, sizeof(why), "%s", kv_strerror(r));
-		r = KV_ERROR(r, "table %s, row \"%s\", column %s:%s: %s", table,
+		r = ERR_SET(r, "table %s, row \"%s\", column %s:%s: %s", table,
 			     show(rt, sizeof(rt), row, row_len), ref.name,
 			     show(qt, sizeof(qt), qualifier, qualifier_len), why);
 	}
@@ -473,7 +473,7 @@ static int row_error(int r, const char *table, const void *row, size_t row_len)
 	char rt[256], why[512];
 
 	snprintf(why, sizeof(why), "%s", kv_strerror(r));
-	return KV_ERROR(r, "table %s, row \"%s\": %s", table, show(rt, sizeof(rt), row, row_len),
+	return ERR_SET(r, "table %s, row \"%s\": %s", table, show(rt, sizeof(rt), row, row_len),
 			why);
 }
 
@@ -492,7 +492,7 @@ static int row_check(struct tbl_db *db, const char *table, const void *row, size
 	if (r < 0)
 		return r;
 	if (by_family && !family)
-		return KV_ERROR(-EINVAL, "table %.600s: no family named", table);
+		return ERR_SET(-EINVAL, "table %.600s: no family named", table);
 	r = tsch_lock_table(db, table, &t);
 	if (r < 0)
 		return r;
@@ -500,7 +500,7 @@ static int row_check(struct tbl_db *db, const char *table, const void *row, size
 		f = tsch_find_family(t, family);
 		if (!f) {
 			tsch_unlock(db);
-			return KV_ERROR(-ENOENT, "table %s, family %.100s: no such family", table,
+			return ERR_SET(-ENOENT, "table %s, family %.100s: no such family", table,
 					family);
 		}
 	}
@@ -511,7 +511,7 @@ static int row_check(struct tbl_db *db, const char *table, const void *row, size
 	if (r < 0)
 		return row_error(r, table, row, row_len);
 	if (r == 0)
-		return KV_ERROR(-ENOENT, "table %s: row \"%s\" has no cells%s%s", table,
+		return ERR_SET(-ENOENT, "table %s: row \"%s\" has no cells%s%s", table,
 				show(rt, sizeof(rt), row, row_len), f ? " in family " : "",
 				f ? family : "");
 	return 0;
@@ -632,7 +632,7 @@ int tbl_columns_new(struct tbl_db *db, const struct tbl_snapshot *snap, const ch
 
 	*out = NULL;
 	if (flags & ~TBL_COLUMNS_VERSIONS)
-		return KV_ERROR(-EINVAL, "table %.600s: unknown listing flags %#x", table,
+		return ERR_SET(-EINVAL, "table %.600s: unknown listing flags %#x", table,
 				flags & ~TBL_COLUMNS_VERSIONS);
 	r = check_keys(table, row, row_len, after, after ? after_len : SIZE_MAX);
 	if (r < 0)
@@ -752,7 +752,7 @@ int tbl_columns_next(struct tbl_columns *c, const struct tbl_column **col)
 		char rt[256], why[512];
 
 		snprintf(why, sizeof(why), "%s", kv_strerror(r));
-		r = KV_ERROR(r, "table %s, row \"%s\", family %s: listing: %s", c->table,
+		r = ERR_SET(r, "table %s, row \"%s\", family %s: listing: %s", c->table,
 			     show(rt, sizeof(rt), c->row.data, c->row.len), c->ref.name, why);
 		c->failed = r;
 		*col = NULL;

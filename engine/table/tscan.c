@@ -178,7 +178,7 @@ static int corrupt(struct tbl_scan *s, const char *what)
 	char why[512], row[128];
 
 	snprintf(why, sizeof(why), "%s", err_last());
-	return KV_CORRUPT("table %s, row \"%s\": %s: %s", s->table,
+	return ERR_CORRUPT("table %s, row \"%s\": %s: %s", s->table,
 			  show(row, sizeof(row), s->rowkey.data, s->rowkey.len), what, why);
 }
 
@@ -190,7 +190,7 @@ static int iter_failed(struct tbl_scan *s, struct stree *t)
 		char why[512];
 
 		snprintf(why, sizeof(why), "%s", kv_strerror(r));
-		return KV_ERROR(r, "table %s: scan: %s", s->table, why);
+		return ERR_SET(r, "table %s: scan: %s", s->table, why);
 	}
 	return 0;
 }
@@ -261,7 +261,7 @@ static int setup_families(struct tbl_scan *s, struct tsch_table *t, const struct
 
 	/* Which families the read wants. */
 	if (r->nfamilies && !r->families)
-		return KV_ERROR(-EINVAL, "table %s: %zu families but no names", s->table,
+		return ERR_SET(-EINVAL, "table %s: %zu families but no names", s->table,
 				r->nfamilies);
 	for (i = 0; i < s->nfams; i++) {
 		const struct tsch_family *orig = t->families[i];
@@ -279,7 +279,7 @@ static int setup_families(struct tbl_scan *s, struct tsch_table *t, const struct
 				tsch_find_family(t, r->families[j]) : NULL;
 
 			if (!f)
-				return KV_ERROR(-ENOENT, "table %s: no family %s", s->table,
+				return ERR_SET(-ENOENT, "table %s: no family %s", s->table,
 						r->families[j] ? r->families[j] : "(null)");
 			for (i = 0; i < s->nfams; i++)
 				if (t->families[i] == f)
@@ -469,12 +469,12 @@ static int scan_create(struct tbl_db *db, struct tsch_table *t, const struct tbl
 	s->table = xstrdup(t->name);
 	s->table_id = t->id;
 	if (r->qualifier_len && !r->qualifier) {
-		err = KV_ERROR(-EINVAL, "table %s: a qualifier length without a qualifier",
+		err = ERR_SET(-EINVAL, "table %s: a qualifier length without a qualifier",
 			       s->table);
 		goto fail;
 	}
 	if (r->ts_max && r->ts_min > r->ts_max) {
-		err = KV_ERROR(-EINVAL, "table %s: time range [%llu, %llu) is reversed", s->table,
+		err = ERR_SET(-EINVAL, "table %s: time range [%llu, %llu) is reversed", s->table,
 			       (unsigned long long)r->ts_min, (unsigned long long)r->ts_max);
 		goto fail;
 	}
@@ -599,7 +599,7 @@ static int locate(struct tbl_scan *s, struct stree *t)
 		char why[512];
 
 		snprintf(why, sizeof(why), "%s", err_last());
-		return KV_CORRUPT("table %s: %s", s->table, why);
+		return ERR_CORRUPT("table %s: %s", s->table, why);
 	}
 	buf_set(&t->rowpfx, k.data, span);
 	t->at_row = 1;
@@ -664,7 +664,7 @@ static int emit(struct tbl_scan *s, const struct sfam *f, const struct tkey *k, 
 		    (unsigned char)v.data[0] > CELL_TYPE_MAX) {
 			char row[128];
 
-			return KV_CORRUPT("table %s, row \"%s\", family %s: a cell value with %s",
+			return ERR_CORRUPT("table %s, row \"%s\", family %s: a cell value with %s",
 					  s->table,
 					  show(row, sizeof(row), s->rowkey.data, s->rowkey.len),
 					  f->f.name, v.len ? "an invalid type tag" : "no type tag");
@@ -917,7 +917,7 @@ static int next_row(struct tbl_scan *s, const struct tbl_row **row)
 			char why[512];
 
 			snprintf(why, sizeof(why), "%s", err_last());
-			return KV_CORRUPT("table %s: %s", s->table, why);
+			return ERR_CORRUPT("table %s: %s", s->table, why);
 		}
 		buf_set_slice(&s->rowkey, rk);
 		s->npc = 0;
@@ -1089,7 +1089,7 @@ int tbl_get_row(struct tbl_db *db, const char *table, const void *row, size_t ro
 	} else if (err == 0) {
 		char show_row[128];
 
-		err = KV_ERROR(-ENOENT, "table %s: no row \"%s\"%s", table,
+		err = ERR_SET(-ENOENT, "table %s: no row \"%s\"%s", table,
 			       show(show_row, sizeof(show_row), row, row_len),
 			       rr.families || rr.qualifier || rr.ts_max || rr.ts_min ?
 			       " with cells matching the read" : "");
