@@ -3514,6 +3514,13 @@ static void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 
 	if (!n)
 		return reply_err(req, -ESTALE, "getxattr", NULL);
+	/*
+	 * Only the user namespace exists here: security labels and ACLs are
+	 * ENOTSUP, which ls -l, cp and libselinux take as "not on this
+	 * filesystem" and stop asking for (ENODATA would be asked per file).
+	 */
+	if (strncmp(name, "user.", 5))
+		return reply_err(req, -ENOTSUP, "getxattr", n);
 	if ((n->kind != FS_CELL && n->kind != FS_TEMP) || strcmp(name, XATTR_TYPE))
 		return reply_err(req, -ENODATA, "getxattr", n);
 	if (n->kind == FS_TEMP) {
@@ -3653,7 +3660,8 @@ static void fs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	struct fs *fs = req_fs(req);
 	struct fs_node *n = fs_node_get(fs, ino);
 
-	reply_err(req, n && n->kind == FS_CELL && !strcmp(name, XATTR_TYPE) ? -EPERM : -ENODATA,
+	reply_err(req, strncmp(name, "user.", 5) ? -ENOTSUP
+		  : n && n->kind == FS_CELL && !strcmp(name, XATTR_TYPE) ? -EPERM : -ENODATA,
 		  "removexattr", n);
 }
 

@@ -1,0 +1,85 @@
+#!/bin/sh
+# fs_cache.sh -- what the kernel is allowed to cache never goes stale, and
+# the answers that let tools stop asking: security labels and ACLs are
+# ENOTSUP (ls -l asks once per filesystem, not once per file), other user.
+# names ENODATA, and user.smolfs.type works as before.  Every read below
+# follows a change made through the mount to a cell the kernel holds
+# cached (read twice first, so its pages and attributes are warm).
+. "${SMOLFS_SRCDIR:-.}/tests/fs_lib.sh"
+
+plan 13
+
+fs_mount
+cd "$MNT" || exit 1
+sh_run 'mkdir t && mkdir t/.families/f && mkdir -p t/r/f && echo one > t/r/f/q'
+succeeds "a table, a family and a cell"
+
+op_is "getxattr ENOTSUP" "getxattr security.selinux: ENOTSUP (no labels here)" \
+	getxattr t/r/f/q security.selinux
+op_is "getxattr ENOTSUP" "getxattr system.posix_acl_access: ENOTSUP (no ACLs)" \
+	getxattr t/r/f/q system.posix_acl_access
+op_is "getxattr ENODATA" "getxattr of another user. name: ENODATA" \
+	getxattr t/r/f/q user.other
+op_is "string" "getxattr user.smolfs.type still answers" getxattr t/r/f/q user.smolfs.type
+
+# warm: cat twice, stat, ls -l
+warm() {
+	cat "$1" >/dev/null && cat "$1" >/dev/null && stat "$1" >/dev/null &&
+		ls -l "$(dirname "$1")" >/dev/null
+}
+
+warm t/r/f/q
+echo longer-value > t/r/f/q
+sh_run 'cat t/r/f/q; stat -c %s t/r/f/q; ls -l t/r/f | awk "\$NF == \"q\" { print \$5 }"'
+out_is "a write over a warm cell: cat, stat and ls -l show the new value" <<'OUT'
+longer-value
+13
+13
+OUT
+
+warm t/r/f/q
+echo more >> t/r/f/q
+file_is t/r/f/q "an append to a warm cell is read back" <<'OUT'
+longer-value
+more
+OUT
+
+warm t/r/f/q
+truncate -s 3 t/r/f/q
+sh_run 'cat t/r/f/q; stat -c %s t/r/f/q'
+out_is "a truncate of a warm cell is read back (a string shows its newline)" <<'OUT'
+lon
+4
+OUT
+
+echo other > t/r/f/p
+warm t/r/f/q
+warm t/r/f/p
+mv t/r/f/p t/r/f/q
+file_is t/r/f/q "mv over a warm cell: the moved value is read" <<'OUT'
+other
+OUT
+
+warm t/r/f/q
+rm t/r/f/q && echo again > t/r/f/q
+file_is t/r/f/q "rm then a new cell by the same name: the new value" <<'OUT'
+again
+OUT
+
+echo 42 > t/r/f/n
+warm t/r/f/n
+setfattr -n user.smolfs.type -v i64 t/r/f/n
+echo ' 7 ' > t/r/f/n
+file_is t/r/f/n "a typed write to a warm cell shows the parsed value" <<'OUT'
+7
+OUT
+
+warm t/r/f/n
+"$FS_OP" pwrite t/r/f/n 0 9 >/dev/null
+file_is t/r/f/n "a write at an offset through another open shows" <<'OUT'
+9
+OUT
+
+cd / || exit 1
+fs_unmount
+done_testing
