@@ -1,9 +1,11 @@
 /*
  * smolctl.c -- the administration tool of a smolfs database directory: tables
  * and column families (create, alter, drop, describe), reads for people or as
- * JSON lines (get, scan), bulk import and export (tools/tio.h does the work),
- * and the engine's housekeeping (check, compact, stats).  man/smolctl.1 is its
- * manual; this file is the command line around the table API (engine/table.h).
+ * JSON lines (get, scan), writes of one cell or row (set, delete-version,
+ * delete-cell, delete-family, delete-row, increment, check-and-set), bulk
+ * import and export (tools/tio.h does the work), and the engine's
+ * housekeeping (check, compact, stats).  man/smolctl.1 is its manual; this
+ * file is the command line around the table API (engine/table.h).
  *
  * Every command opens the database itself and closes it before exiting, so a
  * database is only ever held for the length of one command; the engine's lock
@@ -15,7 +17,8 @@
  * "smolctl: ..." and names the directory, table, family, row, file or line
  * it concerns), 2 a usage error (the command line itself is wrong: unknown
  * command or option, missing or extra arguments, a value that does not
- * parse).  Usage errors are found before the database is opened.  128 + N:
+ * parse).  Usage errors are found before the database is opened.  3:
+ * check-and-set's check failed, and nothing was written.  128 + N:
  * an export or import stopped cleanly by signal N (130 for Ctrl-C).
  *
  * smolctl works through the table API (engine/table.h): tbl_compact for
@@ -25,6 +28,7 @@
  */
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -37,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -306,7 +311,8 @@ static int opt_count(const struct cmd *c, const char *opt, const char *s, uint64
 enum {
 	O_TYPE = 256, O_MAX_VERSIONS, O_TTL, O_GROUP, O_COMPRESSION, O_FORCE, O_FAMILY, O_COLUMN,
 	O_VERSIONS, O_JSON, O_PREFIX, O_START, O_END, O_REVERSE, O_LIMIT, O_KEYS_ONLY, O_COUNT,
-	O_TABLE, O_DRY_RUN, O_CREATE, O_ESCAPED, O_SCAN,
+	O_TABLE, O_DRY_RUN, O_CREATE, O_ESCAPED, O_SCAN, O_SINCE, O_BEFORE, O_QPREFIX,
+	O_TIMESTAMP, O_EXPECT, O_EXPECT_ABSENT,
 };
 
 static const struct option family_longopts[] = {
@@ -1470,6 +1476,9 @@ struct read_args {
 	size_t nfamilies;
 	struct buf column;          /* --column's qualifier */
 	const char *column_family;
+	const char *qprefix;        /* --qualifier-prefix as given */
+	struct buf qprefix_bytes;   /* and as bytes (unescaped with --escaped) */
+	int since, before;          /* --since, --before given */
 	int json, escaped;
 };
 
@@ -1477,6 +1486,19 @@ static void read_args_free(struct read_args *a)
 {
 	free(a->families);
 	tool_buf_free(&a->column);
+	tool_buf_free(&a->qprefix_bytes);
+}
+
+/* A timestamp argument: microseconds since the epoch, below TBL_TS_NOW. */
+static int opt_timestamp(const struct cmd *c, const char *opt, const char *s, uint64_t *out)
+{
+	int r = parse_u64(s, TBL_TS_NOW - 1, out);
+
+	if (r == -ERANGE)
+		return usage(c, "%s %s: too large (at most %" PRIu64 ")", opt, s, TBL_TS_NOW - 1);
+	if (r < 0)
+		return usage(c, "%s %s: not a timestamp (microseconds since the epoch)", opt, s);
+	return 0;
 }
 
 /* The options get and scan share; 0, EXIT_USAGE (printed), or 1 if ch is not one. */
@@ -1501,6 +1523,23 @@ static int read_option(const struct cmd *c, int ch, struct read_args *a)
 	case O_JSON:
 		a->json = 1;
 		return 0;
+	case O_SINCE:
+		if (opt_timestamp(c, "--since", optarg, &v))
+			return EXIT_USAGE;
+		a->r.ts_min = v;
+		a->since = 1;
+		return 0;
+	case O_BEFORE:
+		if (opt_timestamp(c, "--before", optarg, &v))
+			return EXIT_USAGE;
+		if (v == 0)
+			return usage(c, "--before 0: no version is older than 0");
+		a->r.ts_max = v;
+		a->before = 1;
+		return 0;
+	case O_QPREFIX:
+		a->qprefix = optarg;
+		return 0;
 	case O_ESCAPED:
 	case 'e':
 		a->escaped = 1;
@@ -1517,11 +1556,11 @@ static void read_args_finish(struct read_args *a)
 	}
 }
 
-/* An argument that names bytes (a row key, prefix, ...), unescaped with --escaped. */
-static int key_arg(const struct cmd *c, const struct read_args *a, const char *what,
-		   const char *s, struct buf *out)
+/* An argument that names bytes (a row key, prefix, value ...), unescaped if escaped. */
+static int bytes_arg(const struct cmd *c, int escaped, const char *what, const char *s,
+		     struct buf *out)
 {
-	if (!a->escaped) {
+	if (!escaped) {
 		tool_buf_set(out, s, strlen(s));
 		return 0;
 	}
@@ -1529,6 +1568,40 @@ static int key_arg(const struct cmd *c, const struct read_args *a, const char *w
 		return usage(c, "%s %s: a bad escape (\\\\, \\n, \\t, \\r and \\xHH are known)",
 			     what, s);
 	return 0;
+}
+
+static int key_arg(const struct cmd *c, const struct read_args *a, const char *what,
+		   const char *s, struct buf *out)
+{
+	return bytes_arg(c, a->escaped, what, s, out);
+}
+
+/*
+ * The filters get and scan share, once every option is known (--escaped may
+ * come last): the qualifier prefix as bytes, and a time range that is not
+ * empty.  0 or EXIT_USAGE (printed).
+ */
+static int read_filters_finish(const struct cmd *c, struct read_args *a)
+{
+	int r;
+
+	if (a->since && a->before && a->r.ts_min >= a->r.ts_max)
+		return usage(c, "--since %" PRIu64 " --before %" PRIu64 ": an empty time range "
+			     "(since <= timestamp < before)", a->r.ts_min, a->r.ts_max);
+	if (a->qprefix) {
+		if ((r = key_arg(c, a, "--qualifier-prefix", a->qprefix, &a->qprefix_bytes)))
+			return r;
+		a->r.qualifier = a->qprefix_bytes.data ? a->qprefix_bytes.data : "";
+		a->r.qualifier_len = a->qprefix_bytes.len;
+		a->r.qualifier_exact = 0;
+	}
+	return 0;
+}
+
+/* Do the read's options filter cells out (so that no row may just mean none matched)? */
+static int read_filters_cells(const struct read_args *a)
+{
+	return a->since || a->before || a->qprefix;
 }
 
 static int print_json_row(const char *table, const struct tbl_row *row)
@@ -1552,6 +1625,9 @@ static int run_get(const struct cmd *c, int argc, char **argv)
 		{ "family", required_argument, NULL, O_FAMILY },
 		{ "column", required_argument, NULL, O_COLUMN },
 		{ "versions", required_argument, NULL, O_VERSIONS },
+		{ "since", required_argument, NULL, O_SINCE },
+		{ "before", required_argument, NULL, O_BEFORE },
+		{ "qualifier-prefix", required_argument, NULL, O_QPREFIX },
 		{ "json", no_argument, NULL, O_JSON },
 		{ "escaped", no_argument, NULL, O_ESCAPED },
 		{ NULL, 0, NULL, 0 },
@@ -1588,6 +1664,8 @@ static int run_get(const struct cmd *c, int argc, char **argv)
 			r = usage(c, "--column %s: give FAMILY:QUALIFIER", column);
 		else if (a.nfamilies)
 			r = usage(c, "--column and --family do not go together");
+		else if (a.qprefix)
+			r = usage(c, "--column and --qualifier-prefix do not go together");
 		else if (!(r = key_arg(c, &a, "--column", colon + 1, &a.column))) {
 			a.column_family = tool_memdup(column, (size_t)(colon - column));
 			a.families = tool_realloc(a.families, sizeof(*a.families));
@@ -1599,6 +1677,8 @@ static int run_get(const struct cmd *c, int argc, char **argv)
 	}
 	if (!r)
 		r = key_arg(c, &a, "ROW", argv[optind + 1], &key);
+	if (!r)
+		r = read_filters_finish(c, &a);
 	if (!r)
 		r = need_datadir(c);
 	if (r)
@@ -1622,6 +1702,7 @@ static int run_get(const struct cmd *c, int argc, char **argv)
 
 		esc_append(&shown, key.data, key.len, 1);
 		say("%s: table %s: no row %.*s%s", datadir, table, (int)shown.len, shown.data,
+		    read_filters_cells(&a) ? " with cells matching the options" :
 		    a.r.families || a.r.versions ? " with cells of the families asked for" : "");
 		tool_buf_free(&shown);
 		r = EXIT_ERROR;
@@ -1652,6 +1733,9 @@ static int run_scan(const struct cmd *c, int argc, char **argv)
 		{ "limit", required_argument, NULL, O_LIMIT },
 		{ "family", required_argument, NULL, O_FAMILY },
 		{ "versions", required_argument, NULL, O_VERSIONS },
+		{ "since", required_argument, NULL, O_SINCE },
+		{ "before", required_argument, NULL, O_BEFORE },
+		{ "qualifier-prefix", required_argument, NULL, O_QPREFIX },
 		{ "keys-only", no_argument, NULL, O_KEYS_ONLY },
 		{ "json", no_argument, NULL, O_JSON },
 		{ "count", no_argument, NULL, O_COUNT },
@@ -1726,8 +1810,11 @@ static int run_scan(const struct cmd *c, int argc, char **argv)
 		a.r.end = be.data ? be.data : "";
 		a.r.end_len = be.len;
 	}
-	if (!r && a.r.row_keys_only && (a.nfamilies || a.r.versions))
-		r = usage(c, "--keys-only reads no cells: --family and --versions do not go with it");
+	if (!r && a.r.row_keys_only && (a.nfamilies || a.r.versions || read_filters_cells(&a)))
+		r = usage(c, "--keys-only reads no cells: --family, --versions, --since, --before "
+			  "and --qualifier-prefix do not go with it");
+	if (!r)
+		r = read_filters_finish(c, &a);
 	if (!r)
 		r = need_datadir(c);
 	if (r)
@@ -1791,6 +1878,584 @@ out_args:
 	tool_buf_free(&shown);
 	read_args_free(&a);
 	return r;
+}
+
+/* ------------------------------------------------------------ set, delete-*, increment, check-and-set */
+
+/*
+ * The commands that change one cell or one row name it as get shows it:
+ * TABLE, ROW, and a column FAMILY:QUALIFIER (the qualifier is everything
+ * after the first colon); with --escaped, ROW, QUALIFIER and the values are
+ * read with the escapes of the output, so anything get printed can be
+ * pasted back.  Each is one row mutation of the table API (tbl_mutate_row,
+ * tbl_increment, tbl_check_and_mutate), synced before the command returns.
+ * smolctl checks the limits, the table, the family, the value and (for the
+ * deletes) that there is something to delete before writing, so that every
+ * refusal names the table, row and column as the output shows them and
+ * says that nothing was changed; the table layer validates a mutation
+ * whole before writing any of it as well.
+ */
+enum write_kind {
+	W_SET, W_DELETE_VERSION, W_DELETE_CELL, W_DELETE_FAMILY, W_DELETE_ROW, W_INCREMENT,
+	W_CHECK_AND_SET,
+};
+
+#define EXIT_NOT_SET 3   /* check-and-set: the check failed, nothing was written */
+
+struct write_args {
+	enum write_kind kind;
+	const char *table;
+	struct buf row;
+	char *family;               /* NULL: the command names no family */
+	struct buf qual;
+	int has_qual;               /* a column FAMILY:QUALIFIER was named */
+	struct buf where;           /* "table T, row R[, column F:Q | , family F]" */
+	enum cell_type type;        /* --type; CELL_INVALID: the cell's family's */
+	uint64_t ts;                /* --timestamp, delete-version's TS; TBL_TS_NOW */
+	int64_t delta;              /* increment */
+	struct buf value;           /* set, check-and-set: the value's text */
+	const char *expect;         /* check-and-set --expect, as given */
+	struct buf expect_bytes;
+	int expect_absent, escaped;
+};
+
+static void write_args_free(struct write_args *w)
+{
+	tool_buf_free(&w->row);
+	free(w->family);
+	tool_buf_free(&w->qual);
+	tool_buf_free(&w->where);
+	tool_buf_free(&w->value);
+	tool_buf_free(&w->expect_bytes);
+}
+
+/*
+ * Bytes for a message, escaped as the output escapes them; a key longer than
+ * anyone would read (a row key over the limit) is cut, saying how long it is.
+ */
+static void esc_shown(struct buf *out, const void *p, size_t n)
+{
+	char more[64];
+
+	if (n <= 256) {
+		esc_append(out, p, n, 1);
+		return;
+	}
+	esc_append(out, p, 64, 1);
+	snprintf(more, sizeof(more), "... (%zu bytes)", n);
+	tool_buf_append(out, more, strlen(more));
+}
+
+/* FAMILY:QUALIFIER into w->family and w->qual; 0 or EXIT_USAGE (printed). */
+static int column_arg(const struct cmd *c, struct write_args *w, const char *s)
+{
+	const char *colon = strchr(s, ':');
+
+	if (!colon || colon == s)
+		return usage(c, "%s: give a column as FAMILY:QUALIFIER", s);
+	w->family = tool_memdup(s, (size_t)(colon - s));
+	w->has_qual = 1;
+	return bytes_arg(c, w->escaped, "QUALIFIER", colon + 1, &w->qual);
+}
+
+/* A signed decimal integer (increment's DELTA): 0 or EXIT_USAGE (printed). */
+static int delta_arg(const struct cmd *c, const char *s, int64_t *out)
+{
+	uint64_t v;
+	int neg = *s == '-', r;
+
+	r = parse_u64(s + (neg || *s == '+'), neg ? (uint64_t)INT64_MAX + 1 : INT64_MAX, &v);
+	if (r == -ERANGE)
+		return usage(c, "DELTA %s: out of the range of i64", s);
+	if (r < 0)
+		return usage(c, "DELTA %s: not an integer", s);
+	*out = neg ? (int64_t)(0 - v) : (int64_t)v;
+	return 0;
+}
+
+/* "DATADIR: table T, row R, column F:Q: " and the rest; EXIT_ERROR. */
+__attribute__((format(printf, 2, 3)))
+static int write_refused(const struct write_args *w, const char *fmt, ...)
+{
+	char why[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	say("%s: %.*s: %s", datadir, (int)w->where.len, w->where.data, why);
+	return EXIT_ERROR;
+}
+
+/* The positional arguments of each command, and the reading of them. */
+static int write_positionals(const struct cmd *c, struct opts *o, struct write_args *w)
+{
+	static const char *const names[][4] = {
+		[W_SET] = { "TABLE", "ROW", "FAMILY:QUALIFIER", "VALUE" },
+		[W_DELETE_VERSION] = { "TABLE", "ROW", "FAMILY:QUALIFIER", "TIMESTAMP" },
+		[W_DELETE_CELL] = { "TABLE", "ROW", "FAMILY:QUALIFIER", NULL },
+		[W_DELETE_FAMILY] = { "TABLE", "ROW", "FAMILY", NULL },
+		[W_DELETE_ROW] = { "TABLE", "ROW", NULL, NULL },
+		[W_INCREMENT] = { "TABLE", "ROW", "FAMILY:QUALIFIER", "DELTA" },
+		[W_CHECK_AND_SET] = { "TABLE", "ROW", "FAMILY:QUALIFIER", "VALUE" },
+	};
+	char **argv = o->argv + optind;
+	int n = 0, have = o->argc - optind, r;
+
+	while (n < 4 && names[w->kind][n])
+		n++;
+	/* increment's DELTA is optional */
+	if ((r = want_args(o, w->kind == W_INCREMENT && have == n - 1 ? n - 1 : n,
+			   names[w->kind])))
+		return r;
+	w->table = argv[0];
+	if ((r = bytes_arg(c, w->escaped, "ROW", argv[1], &w->row)))
+		return r;
+	if (w->kind == W_DELETE_FAMILY)
+		w->family = tool_strdup(argv[2]);
+	else if (w->kind != W_DELETE_ROW && (r = column_arg(c, w, argv[2])))
+		return r;
+	switch (w->kind) {
+	case W_SET:
+	case W_CHECK_AND_SET:
+		if ((r = bytes_arg(c, w->escaped, "VALUE", argv[3], &w->value)))
+			return r;
+		break;
+	case W_DELETE_VERSION:
+		if (opt_timestamp(c, "TIMESTAMP", argv[3], &w->ts))
+			return EXIT_USAGE;
+		break;
+	case W_INCREMENT:
+		w->delta = 1;
+		if (have == 4 && (r = delta_arg(c, argv[3], &w->delta)))
+			return r;
+		break;
+	default:
+		break;
+	}
+	if (w->kind == W_CHECK_AND_SET) {
+		if (!w->expect && !w->expect_absent)
+			return usage(c, "give --expect VALUE or --expect-absent");
+		if (w->expect && w->expect_absent)
+			return usage(c, "--expect and --expect-absent do not go together");
+		if (w->expect && (r = bytes_arg(c, w->escaped, "--expect", w->expect,
+						&w->expect_bytes)))
+			return r;
+	}
+	/* for messages: the cell as the output shows it */
+	tool_buf_append(&w->where, "table ", 6);
+	tool_buf_append(&w->where, w->table, strlen(w->table));
+	tool_buf_append(&w->where, ", row ", 6);
+	esc_shown(&w->where, w->row.data, w->row.len);
+	if (w->has_qual) {
+		tool_buf_append(&w->where, ", column ", 9);
+		tool_buf_append(&w->where, w->family, strlen(w->family));
+		tool_buf_append(&w->where, ":", 1);
+		esc_shown(&w->where, w->qual.data, w->qual.len);
+	} else if (w->family) {
+		tool_buf_append(&w->where, ", family ", 9);
+		tool_buf_append(&w->where, w->family, strlen(w->family));
+	}
+	return 0;
+}
+
+/*
+ * What can be refused before anything is written: the limits (before the
+ * database is opened), the table, the family, and the value parsed by its
+ * type.  0 or EXIT_ERROR (printed).
+ */
+static int write_check_names(const struct write_args *w)
+{
+	int r = tbl_check_row_key(w->row.data ? w->row.data : "", w->row.len);
+
+	if (r == 0 && w->has_qual)
+		r = tbl_check_qualifier(w->qual.data ? w->qual.data : "", w->qual.len);
+	if (r < 0)
+		return write_refused(w, "%s; nothing was changed", tbl_strerror(r));
+	return 0;
+}
+
+/*
+ * The table and the family must exist; a value (v != NULL) is parsed by
+ * --type, else as a write to the cell's file on a mount is: by the type of
+ * the cell's newest version, or for a new cell by its family's.
+ */
+static int write_check_schema(struct tbl_db *db, struct write_args *w, struct cell_value *v)
+{
+	struct tbl_family_settings fs;
+	struct tbl_cell_stat st;
+	struct buf shown = BUF_INIT;
+	const char *whose = "the type given";
+	int r = tbl_table_exists(db, w->table);
+
+	if (r == -ENOENT)
+		return write_refused(w, "no table %s; nothing was changed", w->table);
+	if (r < 0)
+		return write_refused(w, "%s", tbl_strerror(r));
+	if (!w->family)
+		return 0;
+	r = tbl_get_family(db, w->table, w->family, &fs);
+	if (r == -ENOENT)
+		return write_refused(w, "table %s has no column family %s (add-family declares "
+				     "one); nothing was changed", w->table, w->family);
+	if (r < 0)
+		return write_refused(w, "%s", tbl_strerror(r));
+	if (!v)
+		return 0;
+	if (w->type == CELL_INVALID) {
+		r = tbl_stat_cell(db, NULL, w->table, w->row.data ? w->row.data : "", w->row.len,
+				  w->family, w->qual.data ? w->qual.data : "", w->qual.len,
+				  TBL_TS_NEWEST, &st);
+		if (r < 0 && r != -ENOENT)
+			return write_refused(w, "%s", tbl_strerror(r));
+		w->type = r == 0 ? st.type : fs.type;
+		whose = r == 0 ? "the cell's type; --type names another"
+			       : "the family's type; --type names another";
+	}
+	r = cell_parse(w->type, slice_make(w->value.data ? w->value.data : "", w->value.len), v);
+	if (r < 0) {
+		esc_shown(&shown, w->value.data, w->value.len);
+		r = write_refused(w, "\"%.*s\" is not a valid %s (%s); nothing was changed",
+				  (int)shown.len, shown.data, cell_type_name(w->type), whose);
+		tool_buf_free(&shown);
+	}
+	return r;
+}
+
+/*
+ * A delete must find what it deletes, as rm does: a mistyped qualifier or
+ * timestamp is an error, not a silent success.  0 or EXIT_ERROR (printed).
+ */
+static int write_check_present(struct tbl_db *db, const struct write_args *w)
+{
+	const void *row = w->row.data ? w->row.data : "", *q = w->qual.data ? w->qual.data : "";
+	struct tbl_cell_stat st;
+	int r;
+
+	switch (w->kind) {
+	case W_DELETE_VERSION:
+		r = tbl_stat_cell(db, NULL, w->table, row, w->row.len, w->family, q, w->qual.len,
+				  w->ts, &st);
+		if (r == -ENOENT)
+			return write_refused(w, "no version with timestamp %" PRIu64 "; nothing was "
+					     "deleted", w->ts);
+		break;
+	case W_DELETE_CELL:
+		r = tbl_stat_cell(db, NULL, w->table, row, w->row.len, w->family, q, w->qual.len,
+				  TBL_TS_NEWEST, &st);
+		if (r == -ENOENT)
+			return write_refused(w, "no such cell; nothing was deleted");
+		break;
+	case W_DELETE_FAMILY:
+		r = tbl_row_has_family(db, w->table, row, w->row.len, w->family);
+		if (r == -ENOENT)
+			return write_refused(w, "the row holds no cell of the family; nothing was "
+					     "deleted (drop-family removes a family from the "
+					     "schema)");
+		break;
+	case W_DELETE_ROW:
+		r = tbl_row_exists(db, w->table, row, w->row.len);
+		if (r == -ENOENT)
+			return write_refused(w, "no such row; nothing was deleted");
+		break;
+	default:
+		return 0;
+	}
+	if (r < 0)
+		return write_refused(w, "%s", tbl_strerror(r));
+	return 0;
+}
+
+/* increment: only an i32 or i64 cell (absent: of the family's type, counting from 0). */
+static int write_check_increment(struct tbl_db *db, const struct write_args *w)
+{
+	const void *row = w->row.data ? w->row.data : "", *q = w->qual.data ? w->qual.data : "";
+	struct tbl_family_settings fs;
+	struct tbl_cell_stat st;
+	int r = tbl_stat_cell(db, NULL, w->table, row, w->row.len, w->family, q, w->qual.len,
+			      TBL_TS_NEWEST, &st);
+
+	if (r == -ENOENT) {
+		if ((r = tbl_get_family(db, w->table, w->family, &fs)) < 0)
+			return write_refused(w, "%s", tbl_strerror(r));
+		if (fs.type != CELL_I32 && fs.type != CELL_I64)
+			return write_refused(w, "the cell is absent and its family's type is %s: "
+					     "only i32 and i64 cells can be incremented; nothing "
+					     "was changed", cell_type_name(fs.type));
+		return 0;
+	}
+	if (r < 0)
+		return write_refused(w, "%s", tbl_strerror(r));
+	if (st.type != CELL_I32 && st.type != CELL_I64)
+		return write_refused(w, "the cell is of type %s: only i32 and i64 cells can be "
+				     "incremented; nothing was changed", cell_type_name(st.type));
+	return 0;
+}
+
+/* check-and-set did not set: say what the cell holds instead; EXIT_NOT_SET. */
+static int write_not_set(struct tbl_db *db, const struct write_args *w)
+{
+	const void *row = w->row.data ? w->row.data : "", *q = w->qual.data ? w->qual.data : "";
+	struct tbl_cell_stat st;
+	struct buf shown = BUF_INIT;
+	void *text = NULL;
+	size_t len = 0;
+	int r = tbl_get_cell(db, NULL, w->table, row, w->row.len, w->family, q, w->qual.len,
+			     TBL_TS_NEWEST, &st, &text, &len);
+
+	if (r == 0) {
+		if (st.type != CELL_BYTES && len && ((char *)text)[len - 1] == '\n')
+			len--;
+		esc_append(&shown, text, len, st.type != CELL_BYTES);
+		write_refused(w, "not set: the newest value is \"%.*s\" (%s)%s", (int)shown.len,
+			      shown.data, cell_type_name(st.type),
+			      w->expect_absent ? ", not absent" : "");
+	} else if (r == -ENOENT) {
+		write_refused(w, "not set: the cell is absent");
+	} else {
+		write_refused(w, "not set (and reading the cell: %s)", tbl_strerror(r));
+	}
+	free(text);
+	tool_buf_free(&shown);
+	return EXIT_NOT_SET;
+}
+
+/*
+ * Negative numbers as arguments: getopt would take set's VALUE -21.9 or
+ * increment's DELTA -5 for options.  The write commands have no option
+ * named by a digit, a dot or those letters, so such an argument is hidden
+ * from getopt (as "N-21.9", which is no option) and given back after the
+ * options are read -- unless it is the value of the option before it, which
+ * getopt takes as it is.  After "--" nothing is an option anyway.
+ */
+struct numeric_args {
+	char **hidden;              /* what getopt saw ... */
+	char **orig;                /* ... and the argument itself */
+	size_t n;
+};
+
+static int negative_number(const char *s)
+{
+	return s[0] == '-' && (isdigit((unsigned char)s[1]) || s[1] == '.' ||
+			       !strncasecmp(s + 1, "inf", 3) || !strncasecmp(s + 1, "nan", 3));
+}
+
+/* Is prev an option whose value is the argument after it? */
+static int option_takes_next(const char *prev)
+{
+	static const char *const with_value[] = {
+		"--type", "--timestamp", "--expect", "--datadir", "--max-value-size",
+	};
+	size_t n = strlen(prev);
+
+	if (n >= 2 && prev[0] == '-' && prev[1] != '-')   /* -d, or -d last of a cluster */
+		return prev[n - 1] == 'd' && strspn(prev + 1, "e") == n - 2;
+	if (n < 3 || strncmp(prev, "--", 2) || strchr(prev, '='))
+		return 0;
+	for (size_t i = 0; i < sizeof(with_value) / sizeof(with_value[0]); i++)
+		if (!strncmp(with_value[i], prev, n))   /* the name or an abbreviation */
+			return 1;
+	return 0;
+}
+
+static void numeric_args_hide(struct numeric_args *na, int argc, char **argv)
+{
+	memset(na, 0, sizeof(*na));
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
+		char *h;
+
+		if (!negative_number(argv[i]) || option_takes_next(argv[i - 1]))
+			continue;
+		na->hidden = tool_realloc(na->hidden, (na->n + 1) * sizeof(*na->hidden));
+		na->orig = tool_realloc(na->orig, (na->n + 1) * sizeof(*na->orig));
+		h = tool_malloc(strlen(argv[i]) + 2);
+		h[0] = 'N';
+		strcpy(h + 1, argv[i]);
+		na->hidden[na->n] = h;
+		na->orig[na->n++] = argv[i];
+		argv[i] = h;
+	}
+}
+
+/* Give the hidden arguments back (wherever getopt moved them), and free. */
+static void numeric_args_restore(struct numeric_args *na, int argc, char **argv)
+{
+	for (int i = 0; i < argc; i++)
+		for (size_t k = 0; k < na->n; k++)
+			if (argv[i] == na->hidden[k])
+				argv[i] = na->orig[k];
+	for (size_t k = 0; k < na->n; k++)
+		free(na->hidden[k]);
+	free(na->hidden);
+	free(na->orig);
+}
+
+static int write_command(const struct cmd *c, int argc, char **argv, enum write_kind kind)
+{
+	static const struct option lo[] = {
+		{ "escaped", no_argument, NULL, O_ESCAPED },
+		/* set and check-and-set only */
+		{ "type", required_argument, NULL, O_TYPE },
+		{ "timestamp", required_argument, NULL, O_TIMESTAMP },
+		/* check-and-set only */
+		{ "expect", required_argument, NULL, O_EXPECT },
+		{ "expect-absent", no_argument, NULL, O_EXPECT_ABSENT },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct option mine[6];
+	struct numeric_args na;
+	size_t nlo = kind == W_CHECK_AND_SET ? 5 : kind == W_SET ? 3 : 1;
+	const void *row;
+	struct write_args w;
+	struct tbl_mutation m;
+	struct cell_value v;
+	struct tbl_db *db;
+	struct opts o;
+	int64_t result = 0;
+	int ch, r, matched = 0;
+
+	memset(&w, 0, sizeof(w));
+	w.kind = kind;
+	w.ts = TBL_TS_NOW;
+	memcpy(mine, lo, nlo * sizeof(*lo));
+	mine[nlo] = lo[5];
+	opts_init(&o, c, argc, argv, "e", mine);
+	numeric_args_hide(&na, argc, argv);
+	while ((ch = opts_next(&o)) != OPT_DONE) {
+		r = 0;
+		switch (ch) {
+		case OPT_HELP:
+			r = cmd_help_text(c);
+			break;
+		case O_ESCAPED:
+		case 'e':
+			w.escaped = 1;
+			continue;
+		case O_TYPE:
+			if (cell_type_parse(slice_str(optarg), &w.type) < 0)
+				r = usage(c, "--type %s: not a type (string, bytes, boolean, byte, "
+					  "i32, i64, f32 or f64)", optarg);
+			if (r)
+				break;
+			continue;
+		case O_TIMESTAMP:
+			if ((r = opt_timestamp(c, "--timestamp", optarg, &w.ts)))
+				break;
+			continue;
+		case O_EXPECT:
+			w.expect = optarg;
+			continue;
+		case O_EXPECT_ABSENT:
+			w.expect_absent = 1;
+			continue;
+		default:
+			r = EXIT_USAGE;
+		}
+		numeric_args_restore(&na, argc, argv);
+		return r;
+	}
+	numeric_args_restore(&na, argc, argv);
+	if ((r = write_positionals(c, &o, &w)) || (r = need_datadir(c)) ||
+	    (r = write_check_names(&w))) {
+		write_args_free(&w);
+		return r;
+	}
+	if ((r = db_open(OPEN_EXISTING, &db))) {
+		write_args_free(&w);
+		return r;
+	}
+	r = write_check_schema(db, &w, kind == W_SET || kind == W_CHECK_AND_SET ? &v : NULL);
+	if (!r)
+		r = write_check_present(db, &w);
+	if (!r && kind == W_INCREMENT)
+		r = write_check_increment(db, &w);
+	if (r)
+		goto out;
+	row = w.row.data ? w.row.data : "";
+	memset(&m, 0, sizeof(m));
+	m.family = w.family;
+	m.qualifier = w.qual.data ? w.qual.data : "";
+	m.qualifier_len = w.qual.len;
+	m.ts = w.ts;
+	switch (kind) {
+	case W_SET:
+	case W_CHECK_AND_SET:
+		m.op = TBL_SET;
+		m.value = v;
+		break;
+	case W_DELETE_VERSION:
+		m.op = TBL_DELETE_VERSION;
+		break;
+	case W_DELETE_CELL:
+		m.op = TBL_DELETE_CELL;
+		break;
+	case W_DELETE_FAMILY:
+		m.op = TBL_DELETE_FAMILY;
+		break;
+	case W_DELETE_ROW:
+		m.op = TBL_DELETE_ROW;
+		break;
+	case W_INCREMENT:
+		break;
+	}
+	if (kind == W_INCREMENT)
+		r = tbl_increment(db, w.table, row, w.row.len, w.family, m.qualifier,
+				  m.qualifier_len, w.delta, &result, TBL_SYNC);
+	else if (kind == W_CHECK_AND_SET)
+		r = tbl_check_and_mutate(db, w.table, row, w.row.len, w.family, m.qualifier,
+					 m.qualifier_len,
+					 w.expect_absent ? NULL
+					 : w.expect_bytes.data ? w.expect_bytes.data : "",
+					 w.expect_bytes.len, &m, 1, NULL, 0, &matched, TBL_SYNC);
+	else
+		r = tbl_mutate_row(db, w.table, row, w.row.len, &m, 1, TBL_SYNC, NULL);
+	if (r == -ERANGE && kind == W_INCREMENT)
+		r = write_refused(&w, "adding %" PRId64 " overflows the cell's type; nothing was "
+				  "changed", w.delta);
+	else if (r < 0)
+		r = write_refused(&w, "%s", tbl_strerror(r));
+	else if (kind == W_INCREMENT)
+		printf("%" PRId64 "\n", result);
+	else if (kind == W_CHECK_AND_SET && !matched)
+		r = write_not_set(db, &w);
+out:
+	write_args_free(&w);
+	return db_close(db, r);
+}
+
+static int run_set(const struct cmd *c, int argc, char **argv)
+{
+	return write_command(c, argc, argv, W_SET);
+}
+
+static int run_delete_version(const struct cmd *c, int argc, char **argv)
+{
+	return write_command(c, argc, argv, W_DELETE_VERSION);
+}
+
+static int run_delete_cell(const struct cmd *c, int argc, char **argv)
+{
+	return write_command(c, argc, argv, W_DELETE_CELL);
+}
+
+static int run_delete_family(const struct cmd *c, int argc, char **argv)
+{
+	return write_command(c, argc, argv, W_DELETE_FAMILY);
+}
+
+static int run_delete_row(const struct cmd *c, int argc, char **argv)
+{
+	return write_command(c, argc, argv, W_DELETE_ROW);
+}
+
+static int run_increment(const struct cmd *c, int argc, char **argv)
+{
+	return write_command(c, argc, argv, W_INCREMENT);
+}
+
+static int run_check_and_set(const struct cmd *c, int argc, char **argv)
+{
+	return write_command(c, argc, argv, W_CHECK_AND_SET);
 }
 
 /* ------------------------------------------------------------ check */
@@ -2681,7 +3346,8 @@ static const struct cmd commands[] = {
 	  "  --scan                 also scan the table and count each group's live\n"
 	  "                         rows, cells and key+value bytes\n" },
 	{ "get", run_get,
-	  "[--family F ...] [--column F:Q] [--versions N] [--json] [--escaped] TABLE ROW",
+	  "[--family F ...] [--column F:Q] [--qualifier-prefix Q] [--versions N] "
+	  "[--since TS] [--before TS] [--json] [--escaped] TABLE ROW",
 	  "Show one row: every visible version of its cells.",
 	  "For people: the row key, then a table of family, qualifier, timestamp (in\n"
 	  "microseconds, and in UTC), type and value.  Keys and values are escaped: \\\\,\n"
@@ -2689,12 +3355,16 @@ static const struct cmd commands[] = {
 	  "for everything but printable ASCII).\n\n"
 	  "  -f, --family F         only family F (may be repeated)\n"
 	  "  --column F:Q           only the column with family F and qualifier Q\n"
+	  "  --qualifier-prefix Q   only the columns whose qualifier begins with Q\n"
 	  "  -n, --versions N       only the newest N versions of each column\n"
+	  "  --since TS             only versions with timestamp >= TS (microseconds)\n"
+	  "  --before TS            only versions with timestamp < TS\n"
 	  "  --json                 the row as one line of the export format\n"
 	  "  -e, --escaped          ROW and Q are written with those escapes\n" },
 	{ "scan", run_scan,
 	  "[--prefix P] [--start S] [--end E] [--reverse] [--limit N] [--family F ...] "
-	  "[--versions N] [--keys-only] [--json] [--count] [--escaped] TABLE",
+	  "[--qualifier-prefix Q] [--versions N] [--since TS] [--before TS] [--keys-only] "
+	  "[--json] [--count] [--escaped] TABLE",
 	  "Show rows in key order, as get does.",
 	  "  -p, --prefix P         rows whose key begins with P\n"
 	  "  --start S              rows with key >= S\n"
@@ -2703,12 +3373,69 @@ static const struct cmd commands[] = {
 	  "  -l, --limit N          at most N rows\n"
 	  "  -f, --family F         only family F (may be repeated); rows without cells\n"
 	  "                         of the families are skipped\n"
+	  "  --qualifier-prefix Q   only the columns whose qualifier begins with Q;\n"
+	  "                         rows without one are skipped\n"
 	  "  -n, --versions N       only the newest N versions of each column\n"
+	  "  --since TS             only versions with timestamp >= TS (microseconds)\n"
+	  "  --before TS            only versions with timestamp < TS; rows left with\n"
+	  "                         no version are skipped\n"
 	  "  -k, --keys-only        the row keys only, one a line (reads no cells)\n"
 	  "  --json                 rows as lines of the export format\n"
 	  "  --count                print only the rows, cells and kv bytes the scan\n"
 	  "                         went through (with --json as one JSON object)\n"
-	  "  -e, --escaped          P, S and E are written with get's escapes\n" },
+	  "  -e, --escaped          P, S, E and Q are written with get's escapes\n" },
+	{ "set", run_set, "[--type TYPE] [--timestamp TS] [--escaped] TABLE ROW FAMILY:QUALIFIER VALUE",
+	  "Write one version of a cell.",
+	  "VALUE is text parsed as a write to the cell's file on a mount is: by the type\n"
+	  "of the cell's newest version, or for a new cell by its family's type (or by\n"
+	  "TYPE): 42 for an i64, true for a boolean, 0.5 for an f64.\n"
+	  "A bad value, an unknown table or family, a row key over 4 KiB or a qualifier\n"
+	  "over 16 KiB is an error (status 1), and nothing is written.\n\n"
+	  "  --type TYPE            store the cell as TYPE: string, bytes, boolean, byte,\n"
+	  "                         i32, i64, f32 or f64 [the cell's, else the family's]\n"
+	  "  --timestamp TS         the version's timestamp in microseconds since the\n"
+	  "                         epoch [now; a version with that timestamp is replaced]\n"
+	  "  -e, --escaped          ROW, QUALIFIER and VALUE are written with get's\n"
+	  "                         escapes (\\\\, \\n, \\t, \\r, \\xHH)\n" },
+	{ "delete-version", run_delete_version, "[--escaped] TABLE ROW FAMILY:QUALIFIER TIMESTAMP",
+	  "Delete one version of a cell, given by its timestamp.",
+	  "An error (status 1) if the cell has no visible version with that timestamp.\n\n"
+	  "  -e, --escaped          ROW and QUALIFIER are written with get's escapes\n" },
+	{ "delete-cell", run_delete_cell, "[--escaped] TABLE ROW FAMILY:QUALIFIER",
+	  "Delete a cell: every version of it.",
+	  "An error (status 1) if the cell has no visible version.\n\n"
+	  "  -e, --escaped          ROW and QUALIFIER are written with get's escapes\n" },
+	{ "delete-family", run_delete_family, "[--escaped] TABLE ROW FAMILY",
+	  "Delete a family's cells in one row; the family stays declared.",
+	  "drop-family removes a family from the table's schema; delete-family only\n"
+	  "deletes its cells in ROW.  An error (status 1) if the row holds none.\n\n"
+	  "  -e, --escaped          ROW is written with get's escapes\n" },
+	{ "delete-row", run_delete_row, "[--escaped] TABLE ROW",
+	  "Delete a row: every cell of every family in it.",
+	  "One row tombstone per locality group, whatever the row holds.  An error\n"
+	  "(status 1) if the row has no visible cell.\n\n"
+	  "  -e, --escaped          ROW is written with get's escapes\n" },
+	{ "increment", run_increment, "[--escaped] TABLE ROW FAMILY:QUALIFIER [DELTA]",
+	  "Add DELTA (1 by default) to an integer cell, print the result.",
+	  "DELTA is an integer (i64).  The newest version of the i32 or i64 cell (an\n"
+	  "absent cell counts as 0, and takes its family's type) plus DELTA is written\n"
+	  "as a new version, atomically.  An overflow or a cell of\n"
+	  "another type is an error (status 1), and nothing is written.\n\n"
+	  "  -e, --escaped          ROW and QUALIFIER are written with get's escapes\n" },
+	{ "check-and-set", run_check_and_set,
+	  "(--expect OLD | --expect-absent) [--type TYPE] [--timestamp TS] [--escaped] "
+	  "TABLE ROW FAMILY:QUALIFIER VALUE",
+	  "Set a cell only if its newest value is OLD (or it is absent).",
+	  "Atomic: the check and the write happen under the row's lock.  OLD is compared\n"
+	  "with the newest version's value as get shows it (its text, unescaped).\n"
+	  "Exit status: 0 set; 3 not set, because the check failed (the message says\n"
+	  "what the cell holds); 1 an error (nothing written); 2 a usage error.\n\n"
+	  "  --expect OLD           set only if the newest value is OLD\n"
+	  "  --expect-absent        set only if the cell has no visible version\n"
+	  "  --type TYPE            as for set\n"
+	  "  --timestamp TS         as for set [now]\n"
+	  "  -e, --escaped          ROW, QUALIFIER, VALUE and OLD are written with get's\n"
+	  "                         escapes\n" },
 	{ "check", run_check, "",
 	  "Verify every file of the database, the schema and every cell.",
 	  "Reads every block of every SSTable (checksums, key order) and the manifest,\n"
@@ -2766,8 +3493,9 @@ static const struct cmd *find_command(const char *name)
 static void main_help(FILE *f)
 {
 	fprintf(f, "usage: smolctl [-d DATADIR] [--max-value-size N] COMMAND [options] [arguments]\n\n"
-		"Administer a smolfs database directory: tables and families, reads, import and\n"
-		"export, checks and compaction.  DATADIR may also come from $SMOLFS_DATADIR.\n"
+		"Administer a smolfs database directory: tables and families, reads and writes\n"
+		"of cells and rows, import and export, checks and compaction.  DATADIR may\n"
+		"also come from $SMOLFS_DATADIR.\n"
 		"--max-value-size N: the largest cell value written or imported (bytes, or\n"
 		"with K or M; default 10M, at most 100M).\n\n"
 		"Commands:\n");
@@ -2775,11 +3503,11 @@ static void main_help(FILE *f)
 		const char *nl = strchr(commands[i].summary, '\n');
 		int n = nl ? (int)(nl - commands[i].summary) : (int)strlen(commands[i].summary);
 
-		fprintf(f, "  %-13s %.*s%s\n", commands[i].name, n, commands[i].summary,
+		fprintf(f, "  %-14s %.*s%s\n", commands[i].name, n, commands[i].summary,
 			nl ? " ..." : "");
 	}
 	fprintf(f, "\n'smolctl COMMAND --help' shows a command's options; smolctl(1) has them all.\n"
-		"Exit status: 0 success, 1 error, 2 usage error.\n");
+		"Exit status: 0 success, 1 error, 2 usage error, 3 check-and-set did not set.\n");
 }
 
 static int run_help(const struct cmd *c, int argc, char **argv)
