@@ -188,7 +188,22 @@ struct kv_read_options {
 	const void *lower; size_t lower_len; /* if lower != NULL: keys >= lower only */
 	const void *upper; size_t upper_len; /* if upper != NULL: keys < upper only */
 	int no_fill_cache;                   /* 1: do not keep the blocks this read loads */
+	/*
+	 * 1: keys-only.  The iterator hands out each value's length
+	 * (kv_iter_value_size) and only its first bytes: kv_iter_value gives
+	 * exactly the first min(length, KV_VALUE_PREFIX) bytes.  Keys,
+	 * deletions, range deletions and snapshots are as without it.  What it
+	 * saves: a value that has an SSTable data block of its own (every value
+	 * of block_size bytes or more) is not read at all -- the table's index
+	 * records its key, length and first bytes (smolfs(5)) -- so listing
+	 * large values reads index bytes only; smaller values share blocks with
+	 * their neighbours, which are read as usual (nothing is copied).
+	 */
+	int keys_only;
 };
+
+/* The value bytes a keys-only iterator gives (see kv_read_options.keys_only). */
+#define KV_VALUE_PREFIX 16u
 
 /*
  * Iterators see one consistent snapshot.  A new iterator is not positioned:
@@ -209,6 +224,11 @@ void kv_iter_next(struct kv_iter *it);
 void kv_iter_prev(struct kv_iter *it);
 const void *kv_iter_key(const struct kv_iter *it, size_t *klen);
 const void *kv_iter_value(const struct kv_iter *it, size_t *vlen);
+/*
+ * The full length of the current value, also keys-only (when kv_iter_value
+ * gives only its first bytes).  REQUIRES valid.  No I/O.
+ */
+size_t kv_iter_value_size(const struct kv_iter *it);
 /* 0, or the error that stopped the iterator (it is then not valid). */
 int kv_iter_status(const struct kv_iter *it);
 

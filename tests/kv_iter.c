@@ -194,9 +194,21 @@ static void do_del_range(struct kv_db *db, struct model *m, const void *s, size_
 	model_del_range(m, s, sl, e, el);
 }
 
+/* Bytes of '.' sput appends to every value while it is set: values that get a table block each. */
+static size_t sput_pad;
+
 static void sput(struct kv_db *db, struct model *m, const char *k, const char *v)
 {
-	do_put(db, m, k, strlen(k), v, strlen(v));
+	char padded[2048];
+	size_t n = strlen(v);
+
+	if (sput_pad && n + sput_pad <= sizeof(padded)) {
+		memcpy(padded, v, n);
+		memset(padded + n, '.', sput_pad);
+		do_put(db, m, k, strlen(k), padded, n + sput_pad);
+		return;
+	}
+	do_put(db, m, k, strlen(k), v, n);
 }
 
 /* ------------------------------------------------------------------ checker */
@@ -210,10 +222,12 @@ struct view {
 	size_t lower_len, upper_len;
 	const char *prefix;             /* non-NULL: a kv_iter_new_prefix iterator */
 	size_t prefix_len;
+	int keys_only;                  /* a keys-only iterator: values cut to KV_VALUE_PREFIX */
 };
 
 struct check {
 	const struct model *m;
+	int keys_only;
 	size_t *vis, nvis;    /* the model entries the iterator must show, in order */
 	int bad;
 	char first[600];      /* the first difference, for diag */
@@ -234,6 +248,7 @@ static void check_init(struct check *c, const struct view *v)
 {
 	memset(c, 0, sizeof(*c));
 	c->m = v->m;
+	c->keys_only = v->keys_only;
 	c->vis = xmalloc((v->m->n + 1) * sizeof(*c->vis));
 	for (size_t i = 0; i < v->m->n; i++)
 		if (v->m->e[i].live && in_view(v, &v->m->e[i].key))
@@ -267,6 +282,9 @@ static int check_report(struct check *c, const char *stage, const char *view, co
 /*
  * The iterator must stand on the pos-th visible entry (key and value), or be
  * invalid when pos is -1 or nvis.  `what` describes the move, for the message.
+ * Keys-only, the value must be exactly the first KV_VALUE_PREFIX bytes of
+ * the model's (all of a shorter one); either way kv_iter_value_size must be
+ * the model value's full length.
  */
 static void expect_at(struct check *c, struct kv_iter *it, long pos, const char *what,
 		      const void *arg, size_t alen)
@@ -294,9 +312,14 @@ static void expect_at(struct check *c, struct kv_iter *it, long pos, const char 
 	if (key_cmp(k, kl, e->key.data, e->key.len) != 0)
 		check_fail(c, "%s %s: stands on %s, want %s", what, show(arg, alen), show(k, kl),
 			   show(e->key.data, e->key.len));
-	else if (key_cmp(v, vl, e->val.data, e->val.len) != 0)
-		check_fail(c, "%s %s: key %s has value %s, want %s", what, show(arg, alen),
-			   show(k, kl), show(v, vl), show(e->val.data, e->val.len));
+	else if (key_cmp(v, vl, e->val.data, c->keys_only && e->val.len > KV_VALUE_PREFIX ?
+			 KV_VALUE_PREFIX : e->val.len) != 0)
+		check_fail(c, "%s %s: key %s has value %s, want %s%s", what, show(arg, alen),
+			   show(k, kl), show(v, vl), show(e->val.data, e->val.len),
+			   c->keys_only ? " (its first bytes)" : "");
+	else if (kv_iter_value_size(it) != e->val.len)
+		check_fail(c, "%s %s: key %s has value size %zu, want %zu", what, show(arg, alen),
+			   show(k, kl), kv_iter_value_size(it), e->val.len);
 }
 
 /* Index in vis of the first visible key >= p (nvis if none). */
@@ -464,10 +487,26 @@ static struct kv_iter *view_iter(struct kv_db *db, const struct view *v)
 {
 	struct kv_read_options ro = { .snapshot = v->snap, .lower = v->lower,
 				      .lower_len = v->lower_len, .upper = v->upper,
-				      .upper_len = v->upper_len };
+				      .upper_len = v->upper_len, .keys_only = v->keys_only };
+	char up[16];
 
-	if (v->prefix)
+	if (v->prefix && !v->keys_only)
 		return kv_iter_new_prefix(db, v->snap, v->prefix, v->prefix_len);
+	if (v->prefix) {
+		/* keys-only has no prefix call: the prefix's bounds, as kv_iter_new_prefix makes them */
+		size_t n = v->prefix_len;
+
+		memcpy(up, v->prefix, n);
+		while (n > 0 && (unsigned char)up[n - 1] == 0xff)
+			n--;
+		ro.lower = v->prefix_len ? v->prefix : "";
+		ro.lower_len = v->prefix_len;
+		if (n > 0) {
+			up[n - 1]++;
+			ro.upper = up;
+			ro.upper_len = n;
+		}
+	}
 	return kv_iter_new(db, &ro);
 }
 
@@ -495,15 +534,24 @@ static void check_gets(struct kv_db *db, const struct view *v, const char *stage
 	check_report(&c, stage, v->name, "kv_get of every written key agrees with the iterator");
 }
 
+/* The view through a full iterator, then through a keys-only one. */
 static void check_view(struct kv_db *db, const struct view *v, const struct model *probes,
 		       const char *stage)
 {
 	struct kv_iter *it = view_iter(db, v);
+	struct view ko = *v;
+	char name[200];
 
 	check_iter(it, v, probes, stage);
 	kv_iter_free(it);
 	if (!v->lower && !v->upper && !v->prefix)
 		check_gets(db, v, stage);
+	snprintf(name, sizeof(name), "%s, keys-only", v->name);
+	ko.name = name;
+	ko.keys_only = 1;
+	it = view_iter(db, &ko);
+	check_iter(it, &ko, probes, stage);
+	kv_iter_free(it);
 }
 
 /* ------------------------------------------------- an environment with a gate */
@@ -622,8 +670,15 @@ static const struct {
 static void source_writes(struct kv_db *db, struct model *m, int s)
 {
 	char k[32], v[800];
-	/* level 2 is reached by a size-triggered move: its table must outgrow level 1 */
+	/*
+	 * level 2 is reached by a size-triggered move: its table must outgrow
+	 * level 1.  Its values are padded beyond the block size test_sources
+	 * sets, so each gets a data block of its own: an entry a keys-only
+	 * iterator passes without reading it.
+	 */
 	int pad = s == SRC_L2 ? 700 : 0;
+
+	sput_pad = (size_t)pad;
 
 	/* k<i>: key i is written in every source whose bit is set in i; some writes delete */
 	for (int i = 0; i < 32; i++) {
@@ -692,6 +747,7 @@ static void source_writes(struct kv_db *db, struct model *m, int s)
 		snprintf(k, sizeof(k), "o%d%d", s - 1, s - 1);
 		do_del(db, m, k, strlen(k));
 	}
+	sput_pad = 0;
 }
 
 /* Views of the latest state through bounds and prefixes. */
@@ -804,6 +860,7 @@ static void test_sources(void)
 	o.env = gate_env_get();
 	o.write_buffer_size = 64 * 1024;
 	o.compression_level = 0;         /* table sizes follow the values' sizes */
+	o.block_size = 512;              /* level 2's padded values get a block each */
 	o.max_bytes_level_base = 4096;   /* a level-1 table of more moves to level 2 */
 	o.l0_compaction_trigger = 2;     /* one flush stays in level 0; two are compacted */
 	r = kv_open(dir, &o, &db);
@@ -1119,6 +1176,152 @@ static void test_deleted_range_skipped(void)
 	}
 	kv_close(db);
 out:
+	free(dir);
+}
+
+/* ------------------------------------------------- keys-only over large values */
+
+#define KO_BIG (64u * 1024)
+
+/* One scan's answer: "key=size;" for each entry, and the SST bytes it read. */
+static uint64_t ko_scan(struct kv_db *db, const struct kv_snapshot *snap, int keys_only,
+			int backward, struct buf *out, int *bad_prefix, const struct model *m)
+{
+	struct kv_read_options ro = { .snapshot = snap, .no_fill_cache = 1,
+				      .keys_only = keys_only };
+	struct kv_stats a, b;
+	struct kv_iter *it;
+	char line[64];
+
+	buf_clear(out);
+	kv_get_stats(db, &a);
+	it = kv_iter_new(db, &ro);
+	for (backward ? kv_iter_seek_last(it) : kv_iter_seek_first(it); kv_iter_valid(it);
+	     backward ? kv_iter_prev(it) : kv_iter_next(it)) {
+		size_t kl, vl, want;
+		const char *k = kv_iter_key(it, &kl), *v = kv_iter_value(it, &vl);
+		size_t i = model_lower_bound(m, k, kl);
+
+		buf_append(out, k, kl);
+		snprintf(line, sizeof(line), "=%zu;", kv_iter_value_size(it));
+		buf_append(out, line, strlen(line));
+		/* the value's first bytes are the model's (m: the latest state, or NULL) */
+		if (m && i < m->n && m->e[i].live) {
+			want = keys_only && m->e[i].val.len > KV_VALUE_PREFIX ? KV_VALUE_PREFIX
+									    : m->e[i].val.len;
+			if (vl != want || memcmp(v, m->e[i].val.data, vl) != 0)
+				(*bad_prefix)++;
+		}
+	}
+	if (kv_iter_status(it))
+		buf_append(out, "<error>", 7);
+	kv_iter_free(it);
+	kv_get_stats(db, &b);
+	return b.bytes_read_sst - a.bytes_read_sst;
+}
+
+static void ko_put_big(struct kv_db *db, struct model *m, const char *k, size_t n, uint64_t *seed)
+{
+	char *v = xmalloc(n);
+
+	for (size_t j = 0; j < n; j++)
+		v[j] = (char)rand_next(seed);   /* random: stored as it is, not compressed */
+	do_put(db, m, k, strlen(k), v, n);
+	free(v);
+}
+
+/*
+ * Compare a keys-only scan with a full one, both ways, at snap (m: the
+ * state it must show, for the values' first bytes); the keys-only scans must
+ * read less than one large value's bytes: no large value's block.
+ */
+static void ko_compare(struct kv_db *db, const struct kv_snapshot *snap, const struct model *m,
+		       const char *stage, uint64_t big_live)
+{
+	struct buf full = BUF_INIT, ko = BUF_INIT, back = BUF_INIT;
+	uint64_t full_bytes, ko_bytes, back_bytes;
+	int bad = 0;
+
+	/* keys-only first: after a reopen it also opens the tables (their index is read) */
+	ko_bytes = ko_scan(db, snap, 1, 0, &ko, &bad, m);
+	full_bytes = ko_scan(db, snap, 0, 0, &full, &bad, m);
+	ok(full.len > 0 && slice_eq(buf_slice(&full), buf_slice(&ko)),
+	   "keys-only, %s: a keys-only scan gives exactly the keys and value sizes of a full "
+	   "scan", stage);
+	back_bytes = ko_scan(db, snap, 1, 1, &back, &bad, m);
+	ok(back.len == ko.len, "keys-only, %s: and so does one backward (%zu bytes of listing)",
+	   stage, back.len);
+	is_int(bad, 0, "keys-only, %s: every value's first bytes are the value's", stage);
+	ok(ko_bytes < KO_BIG && back_bytes < KO_BIG,
+	   "keys-only, %s: the keys-only scans read %llu and %llu SST bytes, less than one "
+	   "large value (%u): no large value's block", stage, (unsigned long long)ko_bytes,
+	   (unsigned long long)back_bytes, KO_BIG);
+	ok(full_bytes >= big_live,
+	   "keys-only, %s: the full scan read %llu, at least the %llu bytes of the large values "
+	   "it shows", stage, (unsigned long long)full_bytes, (unsigned long long)big_live);
+	buf_free(&full);
+	buf_free(&ko);
+	buf_free(&back);
+}
+
+/*
+ * Keys-only iteration over large values: 24 values of 64 KiB, each in a
+ * table block of its own, between small entries, compacted; over them a
+ * level-0 table holding a delete and a range delete of some, and a memtable
+ * with an overwrite, a delete and a new large value; a snapshot from before
+ * those changes.  At the snapshot and now, and after a reopen, a keys-only
+ * scan must list exactly what a full scan lists -- deleted keys hidden, the
+ * snapshot's keys kept -- with each value's full size, while reading only
+ * the tables' index and the small entries' blocks (counted: bytes_read_sst).
+ */
+static void test_keys_only_big_values(void)
+{
+	struct kv_options o;
+	struct kv_db *db;
+	struct model m = { 0 }, before;
+	const struct kv_snapshot *snap;
+	char *dir = dbpath("keysonly"), k[32];
+	uint64_t seed = 7;
+	int r;
+
+	kv_options_init(&o);
+	r = kv_open(dir, &o, &db);
+	is_int(r, 0, "keys-only: open");
+	if (r < 0)
+		goto out;
+	write_errors = 0;
+	for (int i = 0; i < 24; i++) {
+		snprintf(k, sizeof(k), "a%02d", i);
+		sput(db, &m, k, "small");
+		snprintf(k, sizeof(k), "b%02d", i);
+		ko_put_big(db, &m, k, KO_BIG, &seed);
+	}
+	sput(db, &m, "c", "the last small one");
+	is_int(kv_compact_range(db, NULL, 0, NULL, 0), 0, "keys-only: compacted to one level");
+	snap = kv_snapshot_new(db);
+	model_copy(&before, &m);
+
+	do_del(db, &m, "b03", 3);
+	do_del_range(db, &m, "b10", 3, "b14", 3);
+	is_int(kv_flush(db), 0, "keys-only: a delete and a range delete flushed to level 0");
+	ko_put_big(db, &m, "b05", KO_BIG + 4464, &seed);
+	do_del(db, &m, "b07", 3);
+	ko_put_big(db, &m, "b99", KO_BIG, &seed);
+	is_int(write_errors, 0, "keys-only: every write succeeded");
+
+	ko_compare(db, NULL, &m, "latest state", 17u * KO_BIG);
+	ko_compare(db, snap, &before, "snapshot before the deletes", 24u * KO_BIG);
+	kv_snapshot_release(db, snap);
+	is_int(kv_close(db), 0, "keys-only: close");
+	r = kv_open(dir, &o, &db);
+	is_int(r, 0, "keys-only: reopen (the tables are opened again, the cache is empty)");
+	if (r == 0) {
+		ko_compare(db, NULL, &m, "after reopen", 17u * KO_BIG);
+		kv_close(db);
+	}
+	model_free(&before);
+out:
+	model_free(&m);
 	free(dir);
 }
 
@@ -1506,7 +1709,7 @@ int main(void)
 {
 	double t0 = (double)now_micros();
 
-	plan(596);
+	plan(1121);
 	make_tmpdir("kv_iter");
 	diag("directory %s, scale %.3g", tmpdir, test_scale());
 	test_sources();
@@ -1514,6 +1717,8 @@ int main(void)
 	test_tombstone_layers();
 	diag("%.1f s", ((double)now_micros() - t0) / 1e6);
 	test_deleted_range_skipped();
+	diag("%.1f s", ((double)now_micros() - t0) / 1e6);
+	test_keys_only_big_values();
 	diag("%.1f s", ((double)now_micros() - t0) / 1e6);
 	test_iter_outlives_compaction();
 	diag("%.1f s", ((double)now_micros() - t0) / 1e6);

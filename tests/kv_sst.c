@@ -5,7 +5,8 @@
  * and the properties they extend, the block cache (including one smaller
  * than a block), a 20 MiB value, and damage: a flipped data byte must give
  * -EUCLEAN from sst_get, the iterator and sst_verify (with its offset), and
- * a damaged footer, magic or metadata block must make sst_open fail.
+ * a damaged footer, magic or metadata block must make sst_open fail; keys-only
+ * iteration over the index's single-entry records, and format version 1.
  *
  * Tables are written through the POSIX environment into a temporary
  * directory that is removed at the end.
@@ -695,7 +696,7 @@ static void test_damage(int level)
 		char *p = path_of(good), *q = path_of(bad), *data;
 		size_t len;
 		env_read_file(env_posix(), p, &data, &len);
-		enc_fixed32(data + len - 16, 2);
+		enc_fixed32(data + len - 16, SST_FORMAT_VERSION + 1);
 		enc_fixed32(data + len - 12, crc32c_mask(crc32c(data + len - 80, 68)));
 		env_write_file(env_posix(), q, data, len, NULL);
 		is_int(open_table(bad, NULL, NULL, &t), -EUCLEAN,
@@ -732,6 +733,223 @@ static void test_damage(int level)
 	model_free(&m);
 }
 
+/*
+ * Keys-only iteration and the single-entry records of the index (format
+ * version 2): entries of block_size bytes or more, each in a block of its
+ * own, among small ones -- a put with a 0-byte value under a big key, a
+ * deletion with a big key, values shorter and longer than SST_VALUE_PREFIX.
+ * A keys-only iterator must give every entry's key and full value size, and
+ * value bytes that begin the value, both ways and after seeks, while
+ * reading no block of a big entry; a version 1 table (no records) is read
+ * as before, and a record in one is refused; a record that does not match
+ * its block is what sst_verify reports.
+ */
+static void test_keys_only(void)
+{
+	struct sst_options o = { 4096, 16, 0, 10 };   /* uncompressed: blocks as big as their entries */
+	struct model m, m2;
+	struct sst_props props;
+	struct sst *t;
+	struct iter *it;
+	struct buf big = BUF_INIT, target = BUF_INIT;
+	uint64_t bytes = 0, big_bytes = 0, before;
+	size_t i, bad, n;
+	int records_read = 0;
+
+	memset(&m, 0, sizeof(m));
+	buf_reserve(&big, 40000);
+	for (i = 0; i < 40000; i++)
+		big.data[i] = (char)rand_next(&rng);
+	big.len = 40000;
+	for (i = 0; i < 40; i++) {
+		char uk[32], kbig[5000];
+		size_t vl = 4096 + i * 800;
+
+		snprintf(uk, sizeof(uk), "k%03zu", i);
+		model_add(&m, slice_str(uk), 100 + i, KT_PUT, slice_str("a small value"));
+		snprintf(uk, sizeof(uk), "k%03zu+big", i);
+		if (i % 10 == 3) {
+			/* a big key: a deletion, or a put of an empty or short value */
+			memset(kbig, 'K', sizeof(kbig));
+			memcpy(kbig, uk, strlen(uk));
+			model_add(&m, slice_make(kbig, sizeof(kbig)), 100 + i, i % 20 == 3 ? KT_DELETE : KT_PUT,
+				  slice_make(big.data, i % 20 == 3 ? 0 : i % 40 == 13 ? 0 : 5));
+			continue;
+		}
+		model_add(&m, slice_str(uk), 100 + i, KT_PUT, slice_make(big.data + i, vl));
+		big_bytes += vl;
+	}
+	is_int(write_table("keysonly.sst", &o, &m, NULL, 0, &props), 0,
+	       "keys-only: a table of big entries among small ones is written");
+	sst_props_free(&props);
+	is_int(open_table("keysonly.sst", NULL, &bytes, &t), 0, "keys-only: it opens");
+	is_int((int)sst_format_version(t), SST_FORMAT_VERSION, "keys-only: in format version %d",
+	       SST_FORMAT_VERSION);
+
+	/* forward, then backward: every key, its full value size and its first bytes */
+	before = bytes;
+	it = sst_iter_new(t, SST_ITER_KEYS_ONLY);
+	for (iter_seek_first(it), i = 0, bad = 0; iter_valid(it); iter_next(it), i++) {
+		struct slice v = iter_value(it), want = i < m.n ? mval(&m, i) : slice_make("", 0);
+		size_t head = want.len < SST_VALUE_PREFIX ? want.len : SST_VALUE_PREFIX;
+
+		bad += i >= m.n || !slice_eq(iter_key(it), mkey(&m, i)) ||
+		       iter_value_size(it) != want.len || v.len < head || v.len > want.len ||
+		       memcmp(v.data, want.data, v.len) != 0;
+		records_read += v.len < want.len;
+	}
+	ok(bad == 0 && i == m.n && iter_status(it) == 0,
+	   "keys-only: a forward walk gives all %zu keys, each value's full size and first bytes",
+	   m.n);
+	ok(records_read >= 30, "keys-only: %d of the values were given cut short (from the index)",
+	   records_read);
+	for (iter_seek_last(it), n = m.n, bad = 0; iter_valid(it); iter_prev(it), n--)
+		bad += n == 0 || !slice_eq(iter_key(it), mkey(&m, n - 1)) ||
+		       iter_value_size(it) != mval(&m, n - 1).len;
+	ok(bad == 0 && n == 0 && iter_status(it) == 0, "keys-only: and a backward walk, in reverse");
+	ok(bytes - before < big_bytes / 20,
+	   "keys-only: both walks read %llu bytes of blocks, far fewer than the %llu of the big "
+	   "values", (unsigned long long)(bytes - before), (unsigned long long)big_bytes);
+	/* seeks to every entry's key and between keys, with a step each way */
+	for (i = 0, bad = 0; i < m.n; i++) {
+		struct slice uk = ikey_user(mkey(&m, i));
+
+		for (int between = 0; between < 2; between++) {
+			size_t want;
+
+			buf_clear(&target);
+			if (between) {
+				struct buf u = BUF_INIT;
+				buf_set(&u, uk.data, uk.len);
+				buf_append(&u, "", 1);
+				ikey_append(&target, buf_slice(&u), SEQ_MAX, KT_SEEK);
+				buf_free(&u);
+			} else {
+				ikey_append(&target, uk, SEQ_MAX, KT_SEEK);
+			}
+			want = model_lower_bound(&m, buf_slice(&target));
+			iter_seek(it, buf_slice(&target));
+			bad += want < m.n ? !iter_valid(it) || !slice_eq(iter_key(it), mkey(&m, want))
+					  : iter_valid(it);
+			if (want < m.n && want > 0) {
+				iter_prev(it);
+				bad += !iter_valid(it) || !slice_eq(iter_key(it), mkey(&m, want - 1));
+				iter_next(it);
+				bad += !iter_valid(it) || !slice_eq(iter_key(it), mkey(&m, want));
+			}
+		}
+	}
+	ok(bad == 0, "keys-only: seeks land on the first entry >= target, and steps go from there");
+	iter_destroy(it);
+
+	/* the same table read in full: the big values whole */
+	it = sst_iter_new(t, 0);
+	for (iter_seek_first(it), i = 0, bad = 0; iter_valid(it); iter_next(it), i++)
+		bad += !iter_at(it, &m, i) || iter_value_size(it) != mval(&m, i).len;
+	ok(bad == 0 && i == m.n, "keys-only: without the flag every value is read whole");
+	iter_destroy(it);
+	is_int(sst_verify(t, NULL, NULL), 0, "keys-only: sst_verify accepts the records");
+	sst_close(t);
+
+	/*
+	 * A record that lies: the same table with another big value's bytes (same
+	 * sizes, so every offset stays) under the first table's index.
+	 */
+	memset(&m2, 0, sizeof(m2));
+	for (i = 0; i < m.n; i++) {
+		struct slice v = mval(&m, i);
+		struct buf w = BUF_INIT;
+
+		buf_set(&w, v.data, v.len);
+		if (v.len > 1000)
+			w.data[0] ^= 0x55;
+		model_add(&m2, ikey_user(mkey(&m, i)), ikey_seq(mkey(&m, i)), ikey_type(mkey(&m, i)),
+			  buf_slice(&w));
+		buf_free(&w);
+	}
+	is_int(write_table("keysonly2.sst", &o, &m2, NULL, 0, &props), 0,
+	       "keys-only: a twin table whose big values differ in their first byte");
+	{
+		char *p1 = path_of("keysonly.sst"), *p2 = path_of("keysonly2.sst");
+		char *q = path_of("keysonly-lie.sst"), *d1, *d2;
+		size_t l1, l2;
+
+		env_read_file(env_posix(), p1, &d1, &l1);
+		env_read_file(env_posix(), p2, &d2, &l2);
+		ok(l1 == l2, "keys-only: of the same size");
+		memcpy(d1, d2, props.data_bytes);   /* the twin's data, the first table's index */
+		env_write_file(env_posix(), q, d1, l1, NULL);
+		free(d1);
+		free(d2);
+		free(p1);
+		free(p2);
+		free(q);
+	}
+	sst_props_free(&props);
+	is_int(open_table("keysonly-lie.sst", NULL, NULL, &t), 0,
+	       "keys-only: the table with lying records opens (each block checks out alone)");
+	{
+		struct reports rep = { 0 };
+		is_int(sst_verify(t, record, &rep), -EUCLEAN,
+		       "keys-only: sst_verify finds the records that do not match their blocks");
+		ok(rep.n >= 30 && strstr(rep.msg, "single-entry record"),
+		   "keys-only: one report per such block (%d), saying so (%s)", rep.n, rep.msg);
+	}
+	sst_close(t);
+
+	/*
+	 * Version 1: a table with no single-entry block (every entry in one big
+	 * block), its footer's version set to 1, reads as before; the table above
+	 * with version 1 is refused, since version 1 has no records.
+	 */
+	{
+		struct sst_options o1 = { 1u << 20, 16, 0, 10 };
+		char *p, *q, *d;
+		size_t len;
+
+		model_free(&m2);
+		memset(&m2, 0, sizeof(m2));
+		for (i = 0; i < 200; i++) {
+			char uk[32];
+			snprintf(uk, sizeof(uk), "v1-%03zu", i);
+			model_add(&m2, slice_str(uk), 5, KT_PUT, slice_str("version one"));
+		}
+		is_int(write_table("v1.sst", &o1, &m2, NULL, 0, &props), 0,
+		       "version 1: a table of one block");
+		sst_props_free(&props);
+		for (int which = 0; which < 2; which++) {
+			p = path_of(which ? "keysonly.sst" : "v1.sst");
+			q = path_of(which ? "v1-records.sst" : "v1-plain.sst");
+			env_read_file(env_posix(), p, &d, &len);
+			enc_fixed32(d + len - 16, 1);
+			enc_fixed32(d + len - 12, crc32c_mask(crc32c(d + len - 80, 68)));
+			env_write_file(env_posix(), q, d, len, NULL);
+			free(d);
+			free(p);
+			free(q);
+		}
+		is_int(open_table("v1-plain.sst", NULL, NULL, &t), 0,
+		       "version 1: a table written as version 1 opens");
+		if (t) {
+			is_int((int)sst_format_version(t), 1, "version 1: and says so");
+			it = sst_iter_new(t, SST_ITER_KEYS_ONLY);
+			for (iter_seek_first(it), i = 0, bad = 0; iter_valid(it); iter_next(it), i++)
+				bad += !iter_at(it, &m2, i);
+			ok(bad == 0 && i == m2.n, "version 1: a keys-only walk reads its blocks");
+			iter_destroy(it);
+			is_int(sst_verify(t, NULL, NULL), 0, "version 1: sst_verify accepts it");
+			sst_close(t);
+		}
+		is_int(open_table("v1-records.sst", NULL, NULL, &t), -EUCLEAN,
+		       "version 1: a version 1 table with single-entry records is refused");
+		ok(strstr(err_last(), "version 1") != NULL, "version 1: saying why (%s)", err_last());
+	}
+	model_free(&m);
+	model_free(&m2);
+	buf_free(&big);
+	buf_free(&target);
+}
+
 static void remove_dir(void)
 {
 	char **names;
@@ -752,7 +970,7 @@ int main(void)
 {
 	struct model m;
 
-	plan(147);
+	plan(169);
 	if (!mkdtemp(dir)) {
 		perror("mkdtemp");
 		return 1;
@@ -767,6 +985,7 @@ int main(void)
 	test_big_value();
 	test_damage(0);
 	test_damage(1);
+	test_keys_only();
 	model_free(&m);
 	remove_dir();
 	return exit_status();

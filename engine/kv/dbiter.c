@@ -23,9 +23,19 @@
  * Backward, it stands just before all entries of the returned key, and the
  * key and value are copied aside (the versions of a key are met oldest first
  * going backward, so the answer is only known after passing them all).
+ *
+ * Keys-only (kv_read_options.keys_only): the tables' iterators are made
+ * with SST_ITER_KEYS_ONLY, so a value alone in its data block is passed
+ * without reading the block; every value is cut to its first
+ * KV_VALUE_PREFIX bytes here (a table or memtable may hand over more), and
+ * only those are copied aside going backward.
  */
 #include "db.h"
 #include "merge.h"
+#include "sst.h"
+
+_Static_assert(KV_VALUE_PREFIX <= SST_VALUE_PREFIX,
+	       "a table's single-entry record keeps the bytes a keys-only iterator gives");
 
 #include <stdlib.h>
 
@@ -42,9 +52,11 @@ struct kv_iter {
 	struct buf lower, upper;
 	int has_lower, has_upper;
 	int reverse;
+	int keys_only;
 	int valid;
 	int status;
 	struct buf saved_key, saved_value;   /* reverse: the current entry; forward: scratch */
+	size_t saved_value_size;             /* reverse: the current value's full length */
 	struct buf seek_key;
 };
 
@@ -77,11 +89,13 @@ struct kv_iter *kv_iter_new(struct kv_db *db, const struct kv_read_options *ro)
 	struct rtomb *t = NULL;
 	size_t nt = 0, cap = 0;
 	struct rdel_view *vm, *vi;
-	int fill;
+	unsigned sst_flags;
 
 	if (!ro)
 		ro = &none;
-	fill = !ro->no_fill_cache;
+	sst_flags = (ro->no_fill_cache ? 0 : SST_ITER_FILL_CACHE) |
+		    (ro->keys_only ? SST_ITER_KEYS_ONLY : 0);
+	it->keys_only = ro->keys_only != 0;
 	it->db = db;
 	if (ro->lower) {
 		buf_set(&it->lower, ro->lower, ro->lower_len);
@@ -109,10 +123,10 @@ struct kv_iter *kv_iter_new(struct kv_db *db, const struct kv_read_options *ro)
 	if (it->imm)
 		children[n++] = mem_iter_new(it->imm);
 	for (size_t i = 0; i < it->v->nfiles[0]; i++)
-		children[n++] = tcache_iter(db->tc, it->v->files[0][i], fill);
+		children[n++] = tcache_iter(db->tc, it->v->files[0][i], sst_flags);
 	for (int l = 1; l < NUM_LEVELS; l++)
 		if (it->v->nfiles[l])
-			children[n++] = level_iter_new(it->v, l, fill);
+			children[n++] = level_iter_new(it->v, l, sst_flags);
 	it->merged = merge_iter_new(children, n, ikey_cmp_fn);
 	free(children);
 
@@ -347,6 +361,9 @@ static void find_prev(struct kv_iter *it)
 			} else if (!above_upper(it, uk)) {
 				struct slice v = iter_value(m);
 				buf_set(&it->saved_key, uk.data, uk.len);
+				it->saved_value_size = it->keys_only ? iter_value_size(m) : v.len;
+				if (it->keys_only && v.len > KV_VALUE_PREFIX)
+					v.len = KV_VALUE_PREFIX;
 				buf_set(&it->saved_value, v.data, v.len);
 				have = 1;
 			}
@@ -508,8 +525,17 @@ const void *kv_iter_value(const struct kv_iter *it, size_t *vlen)
 		return it->saved_value.data ? it->saved_value.data : "";
 	}
 	v = iter_value(it->merged);
+	if (it->keys_only && v.len > KV_VALUE_PREFIX)
+		v.len = KV_VALUE_PREFIX;
 	*vlen = v.len;
 	return v.data ? v.data : "";
+}
+
+size_t kv_iter_value_size(const struct kv_iter *it)
+{
+	if (it->reverse)
+		return it->saved_value_size;
+	return (size_t)iter_value_size(it->merged);
 }
 
 int kv_iter_status(const struct kv_iter *it)

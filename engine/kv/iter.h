@@ -32,6 +32,13 @@ struct iter_ops {
 	 * deleted ranges.  REQUIRES valid.
 	 */
 	uint64_t (*max_seq)(struct iter *it);
+	/*
+	 * Optional (NULL: value().len): the full length of the current value.
+	 * An iterator that may hand out only a prefix of a value (an SSTable
+	 * iterator in keys-only mode, sst.h) provides it, and so does every
+	 * iterator that wraps others.  REQUIRES valid.
+	 */
+	uint64_t (*value_size)(struct iter *it);
 };
 
 /* Embed as the first member of each concrete iterator. */
@@ -48,6 +55,10 @@ static inline void iter_prev(struct iter *it) { it->ops->prev(it); }
 static inline struct slice iter_key(struct iter *it) { return it->ops->key(it); }
 static inline struct slice iter_value(struct iter *it) { return it->ops->value(it); }
 static inline int iter_status(struct iter *it) { return it->ops->status(it); }
+static inline uint64_t iter_value_size(struct iter *it)
+{
+	return it->ops->value_size ? it->ops->value_size(it) : it->ops->value(it).len;
+}
 static inline void iter_destroy(struct iter *it) { if (it) it->ops->destroy(it); }
 
 /* An iterator with no entries and the given status (0 or an error). */

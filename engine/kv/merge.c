@@ -315,6 +315,14 @@ static struct slice m_value(struct iter *it)
 	return iter_value(m->children[winner(m)]);
 }
 
+static uint64_t m_value_size(struct iter *it)
+{
+	struct merge_iter *m = to_merge(it);
+
+	assert(m_valid(it));
+	return iter_value_size(m->children[winner(m)]);
+}
+
 static int m_status(struct iter *it)
 {
 	struct merge_iter *m = to_merge(it);
@@ -363,6 +371,7 @@ static const struct iter_ops merge_ops = {
 	.status = m_status,
 	.destroy = m_destroy,
 	.max_seq = m_max_seq,
+	.value_size = m_value_size,
 };
 
 struct iter *merge_iter_new(struct iter **children, size_t n, key_cmp_fn cmp)

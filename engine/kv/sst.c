@@ -57,15 +57,51 @@ static void put_handle(struct buf *b, struct blk_handle h)
 	buf_put_varint64(b, h.size);
 }
 
-/* Decode a handle that must fill v exactly; 0 on damage. */
-static int get_handle(struct slice v, struct blk_handle *h)
+/*
+ * A single-entry record (sst.h): the length of the one value of a data
+ * block and its first bytes.  Its key is the index entry's key.
+ */
+struct idx_record {
+	uint64_t vlen;
+	struct slice prefix;     /* min(vlen, SST_VALUE_PREFIX) bytes, into the index block */
+};
+
+/*
+ * Decode an index entry's value: the handle, then either nothing (*has_rec
+ * = 0) or a single-entry record that fills the rest exactly.  0 on damage.
+ * Whether a record may be there at all (version 2 only) is check_index's
+ * business, done once at open.
+ */
+static int get_index_value(struct slice v, struct blk_handle *h, int *has_rec,
+			   struct idx_record *rec)
 {
 	const char *p = v.data, *end = v.data + v.len;
 
+	*has_rec = 0;
 	p = dec_varint64(p, end, &h->off);
 	if (p)
 		p = dec_varint64(p, end, &h->size);
-	return p != NULL && p == end;
+	if (!p)
+		return 0;
+	if (p == end)
+		return 1;
+	p = dec_varint64(p, end, &rec->vlen);
+	if (!p || rec->vlen > SST_MAX_ENTRY)
+		return 0;
+	rec->prefix = slice_make(p, rec->vlen < SST_VALUE_PREFIX ? rec->vlen : SST_VALUE_PREFIX);
+	if ((size_t)(end - p) != rec->prefix.len)
+		return 0;
+	*has_rec = 1;
+	return 1;
+}
+
+/* The handle of an index entry's value (a record after it is allowed); 0 on damage. */
+static int get_handle(struct slice v, struct blk_handle *h)
+{
+	struct idx_record rec;
+	int has_rec;
+
+	return get_index_value(v, h, &has_rec, &rec);
 }
 
 /*
@@ -132,6 +168,9 @@ struct sst_builder {
 	/* A data block was just written; its index entry waits for the next key. */
 	int pending_index;
 	struct blk_handle pending;
+	int pending_single;          /* ... and it holds one entry: the last one added */
+	uint64_t last_vlen;          /* the last entry's value length and first bytes */
+	char last_prefix[SST_VALUE_PREFIX];
 	uint64_t *hashes;            /* bloom_hash of each distinct user key */
 	size_t nhashes, hashes_cap;
 	struct buf tomb_keys;
@@ -287,6 +326,7 @@ static int flush_data(struct sst_builder *b)
 	if (r < 0)
 		return r;
 	b->props.data_bytes += b->pending.size + SST_TRAILER;
+	b->pending_single = b->data.entries == 1;
 	blk_builder_reset(&b->data);
 	b->pending_index = 1;
 	return 0;
@@ -295,7 +335,9 @@ static int flush_data(struct sst_builder *b)
 /*
  * The index entry of the block just written: a short key between its last
  * key and next_key (the first key of the following block), or, after the
- * last block (next_key NULL), a short key >= its last key.
+ * last block (next_key NULL), a short key >= its last key.  A block of one
+ * entry gets that entry's key itself and a single-entry record (sst.h): the
+ * few bytes that let a keys-only reader pass a large value unread.
  */
 static void add_index_entry(struct sst_builder *b, const struct slice *next_key)
 {
@@ -303,13 +345,20 @@ static void add_index_entry(struct sst_builder *b, const struct slice *next_key)
 
 	assert(b->pending_index);
 	buf_set(&sep, b->last_key.data, b->last_key.len);
-	if (next_key)
+	if (b->pending_single)
+		;   /* the entry's own key: it is the block's last key and below next_key */
+	else if (next_key)
 		ikey_shortest_separator(&sep, *next_key);
 	else
 		ikey_short_successor(&sep);
 	assert(ikey_cmp(buf_slice(&b->last_key), buf_slice(&sep)) <= 0);
 	assert(!next_key || ikey_cmp(buf_slice(&sep), *next_key) < 0);
 	put_handle(&handle, b->pending);
+	if (b->pending_single) {
+		buf_put_varint64(&handle, b->last_vlen);
+		buf_append(&handle, b->last_prefix,
+			   b->last_vlen < SST_VALUE_PREFIX ? b->last_vlen : SST_VALUE_PREFIX);
+	}
 	blk_add(&b->index, buf_slice(&sep), buf_slice(&handle));
 	b->pending_index = 0;
 	buf_free(&sep);
@@ -367,6 +416,10 @@ int sst_builder_add(struct sst_builder *b, struct slice ikey, struct slice value
 	}
 	blk_add(&b->data, ikey, value);
 	buf_set(&b->last_key, ikey.data, ikey.len);
+	b->last_vlen = value.len;
+	if (value.len)
+		memcpy(b->last_prefix, value.data,
+		       value.len < SST_VALUE_PREFIX ? value.len : SST_VALUE_PREFIX);
 
 	if (b->props.num_entries == 0)
 		buf_set(&b->props.smallest, ikey.data, ikey.len);
@@ -562,6 +615,7 @@ struct sst {
 	struct sst_props props;
 	struct blk_handle meta[4];   /* filter, range-del, properties, index */
 	uint64_t data_end;           /* data blocks lie in [0, data_end) */
+	uint32_t version;            /* the footer's format version: 1 or 2 */
 	char *index_mem;
 	struct block index;
 	char *filter_mem;
@@ -851,13 +905,18 @@ static int load_data_block(const struct sst *t, struct blk_handle h, int fill_ca
 	return 0;
 }
 
-/* Check every index entry once at open, so readers may trust the keys' form. */
+/*
+ * Check every index entry once at open, so readers may trust the keys' form
+ * and the records' (a record only in version 2, keyed by a point entry's
+ * internal key).
+ */
 static int check_index(struct sst *t)
 {
 	struct iter *it = blk_iter_new(&t->index, ikey_cmp_fn, NULL, NULL);
 	struct buf prev = BUF_INIT;
 	struct blk_handle h;
-	int r = 0;
+	struct idx_record rec;
+	int r = 0, has_rec;
 
 	for (iter_seek_first(it); iter_valid(it); iter_next(it)) {
 		struct slice k = iter_key(it);
@@ -866,9 +925,17 @@ static int check_index(struct sst *t)
 				       t->name, (unsigned long long)t->meta[META_INDEX].off);
 			goto out;
 		}
-		if (!get_handle(iter_value(it), &h) || !handle_fits(h, t->data_end)) {
+		if (!get_index_value(iter_value(it), &h, &has_rec, &rec) ||
+		    !handle_fits(h, t->data_end)) {
 			r = ERR_CORRUPT("%s: index block at offset %llu: bad data block handle",
 				       t->name, (unsigned long long)t->meta[META_INDEX].off);
+			goto out;
+		}
+		if (has_rec && (t->version < 2 || ikey_type(k) == KT_RANGE_DEL)) {
+			r = ERR_CORRUPT("%s: index block at offset %llu: a single-entry record %s",
+				       t->name, (unsigned long long)t->meta[META_INDEX].off,
+				       t->version < 2 ? "in a version 1 table" :
+				       "under a separator key");
 			goto out;
 		}
 		buf_set(&prev, k.data, k.len);
@@ -1029,9 +1096,11 @@ int sst_open(struct env_file *f, uint64_t file_size, const char *name, struct ca
 			       (unsigned long long)meta_end);
 		goto fail;
 	}
-	if (dec_fixed32(footer + 64) != SST_FORMAT_VERSION) {
-		r = ERR_CORRUPT("%s: footer at offset %llu: unknown format version %u", name,
-			       (unsigned long long)meta_end, dec_fixed32(footer + 64));
+	t->version = dec_fixed32(footer + 64);
+	if (t->version != 1 && t->version != SST_FORMAT_VERSION) {
+		r = ERR_CORRUPT("%s: footer at offset %llu: unknown format version %u (this "
+			       "engine reads versions 1 and %d)", name,
+			       (unsigned long long)meta_end, t->version, SST_FORMAT_VERSION);
 		goto fail;
 	}
 	for (int i = 0; i < 4; i++) {
@@ -1110,6 +1179,11 @@ const struct rdel_set *sst_range_dels(const struct sst *t)
 const struct sst_props *sst_get_props(const struct sst *t)
 {
 	return &t->props;
+}
+
+uint32_t sst_format_version(const struct sst *t)
+{
+	return t->version;
 }
 
 int sst_get(struct sst *t, struct slice ukey, uint64_t snap_seq, int *type, uint64_t *seq,
@@ -1193,17 +1267,27 @@ int sst_get_hashed(struct sst *t, struct slice ukey, uint64_t hash, uint64_t sna
  * the block moves the index and opens the next (or previous) block; empty
  * blocks are skipped.  Errors are sticky: once one is seen the iterator
  * stays invalid and status() reports it.
+ *
+ * Keys-only (SST_ITER_KEYS_ONLY): an index entry with a single-entry record
+ * is itself the entry -- its key is the entry's key, the record gives the
+ * value's length and first bytes -- so the iterator stands on the index
+ * (on_record) and reads no block.  Every other block is opened as usual.
+ * The record's key is >= any seek target that led the index to it (it is
+ * the separator), so a seek that lands on a record is done.
  */
 struct sst_iter {
 	struct iter base;
 	struct sst *t;
 	int fill_cache;
+	int keys_only;
 	int status;
 	struct iter *index;
 	struct iter *data;           /* &data_it when a block is open, else NULL */
 	struct blk_iter data_it;     /* over the open block: called directly on hot paths */
 	uint64_t data_off;           /* offset of the open block */
 	struct pin pin;              /* keeps the open block alive */
+	int on_record;               /* keys-only: standing on the index entry's record */
+	struct idx_record rec;       /* ... which is this (prefix into the index block) */
 	void (*release)(void *arg);  /* on destroy, if not NULL */
 	void *release_arg;
 };
@@ -1213,6 +1297,7 @@ static void close_data(struct sst_iter *si)
 	if (si->data)
 		blk_iter_release(&si->data_it);   /* releases si->pin */
 	si->data = NULL;
+	si->on_record = 0;
 	assert(!si->pin.h && !si->pin.owned);
 }
 
@@ -1224,12 +1309,15 @@ static void set_error(struct sst_iter *si, int err)
 	close_data(si);
 }
 
-/* Open the block the index iterator is on (keeping it if it is already open). */
+/*
+ * Open the block the index iterator is on (keeping it if it is already
+ * open), or, keys-only, stand on the index entry's record.
+ */
 static void open_data(struct sst_iter *si)
 {
 	const struct block *blk;
 	struct blk_handle h;
-	int r;
+	int r, has_rec;
 
 	if (!iter_valid(si->index)) {
 		close_data(si);
@@ -1238,10 +1326,16 @@ static void open_data(struct sst_iter *si)
 			set_error(si, annotate(si->t, "index", si->t->meta[META_INDEX].off, r));
 		return;
 	}
-	if (!get_handle(iter_value(si->index), &h)) {
+	if (!get_index_value(iter_value(si->index), &h, &has_rec, &si->rec)) {
 		set_error(si, ERR_CORRUPT("%s: index block: bad data block handle", si->t->name));
 		return;
 	}
+	if (si->keys_only && has_rec) {
+		close_data(si);
+		si->on_record = 1;
+		return;
+	}
+	si->on_record = 0;
 	if (si->data && si->data_off == h.off)
 		return;
 	close_data(si);
@@ -1265,9 +1359,15 @@ static int data_failed(struct sst_iter *si)
 	return r < 0;
 }
 
+/* Standing on an entry: a record, or a valid entry of the open block. */
+static int positioned(struct sst_iter *si)
+{
+	return si->on_record || (si->data && blk_iter_valid(&si->data_it));
+}
+
 static void skip_forward(struct sst_iter *si)
 {
-	while (si->status == 0 && (!si->data || !blk_iter_valid(&si->data_it))) {
+	while (si->status == 0 && !positioned(si)) {
 		if (si->data && data_failed(si))
 			return;
 		if (!iter_valid(si->index)) {
@@ -1283,7 +1383,7 @@ static void skip_forward(struct sst_iter *si)
 
 static void skip_backward(struct sst_iter *si)
 {
-	while (si->status == 0 && (!si->data || !iter_valid(si->data))) {
+	while (si->status == 0 && !positioned(si)) {
 		if (si->data && data_failed(si))
 			return;
 		if (!iter_valid(si->index)) {
@@ -1301,7 +1401,7 @@ static int si_valid(struct iter *base)
 {
 	struct sst_iter *si = (struct sst_iter *)base;
 
-	return si->status == 0 && si->data && blk_iter_valid(&si->data_it);
+	return si->status == 0 && positioned(si);
 }
 
 static void si_seek_first(struct iter *base)
@@ -1348,7 +1448,10 @@ static void si_next(struct iter *base)
 	struct sst_iter *si = (struct sst_iter *)base;
 
 	assert(si_valid(base));
-	blk_iter_next(&si->data_it);
+	if (si->on_record)
+		si->on_record = 0;   /* skip_forward moves the index on */
+	else
+		blk_iter_next(&si->data_it);
 	skip_forward(si);
 }
 
@@ -1357,7 +1460,10 @@ static void si_prev(struct iter *base)
 	struct sst_iter *si = (struct sst_iter *)base;
 
 	assert(si_valid(base));
-	iter_prev(si->data);
+	if (si->on_record)
+		si->on_record = 0;
+	else
+		iter_prev(si->data);
 	skip_backward(si);
 }
 
@@ -1366,6 +1472,8 @@ static struct slice si_key(struct iter *base)
 	struct sst_iter *si = (struct sst_iter *)base;
 
 	assert(si_valid(base));
+	if (si->on_record)
+		return iter_key(si->index);
 	return blk_iter_key(&si->data_it);
 }
 
@@ -1374,7 +1482,19 @@ static struct slice si_value(struct iter *base)
 	struct sst_iter *si = (struct sst_iter *)base;
 
 	assert(si_valid(base));
+	if (si->on_record)
+		return si->rec.prefix;
 	return blk_iter_value(&si->data_it);
+}
+
+static uint64_t si_value_size(struct iter *base)
+{
+	struct sst_iter *si = (struct sst_iter *)base;
+
+	assert(si_valid(base));
+	if (si->on_record)
+		return si->rec.vlen;
+	return blk_iter_value(&si->data_it).len;
 }
 
 static int si_status(struct iter *base)
@@ -1410,25 +1530,27 @@ static const struct iter_ops sst_iter_ops = {
 	.status = si_status,
 	.destroy = si_destroy,
 	.max_seq = si_max_seq,
+	.value_size = si_value_size,
 };
 
-struct iter *sst_iter_new_released(struct sst *t, int fill_cache, void (*release)(void *arg),
+struct iter *sst_iter_new_released(struct sst *t, unsigned flags, void (*release)(void *arg),
 				   void *arg)
 {
 	struct sst_iter *si = xcalloc(1, sizeof(*si));
 
 	si->base.ops = &sst_iter_ops;
 	si->t = t;
-	si->fill_cache = fill_cache;
+	si->fill_cache = (flags & SST_ITER_FILL_CACHE) != 0;
+	si->keys_only = (flags & SST_ITER_KEYS_ONLY) != 0;
 	si->index = blk_iter_new(&t->index, ikey_cmp_fn, NULL, NULL);
 	si->release = release;
 	si->release_arg = arg;
 	return &si->base;
 }
 
-struct iter *sst_iter_new(struct sst *t, int fill_cache)
+struct iter *sst_iter_new(struct sst *t, unsigned flags)
 {
-	return sst_iter_new_released(t, fill_cache, NULL, NULL);
+	return sst_iter_new_released(t, flags, NULL, NULL);
 }
 
 /* ------------------------------------------------------------ verification */
@@ -1486,6 +1608,36 @@ static int verify_entries(struct verifier *v, const struct block *blk, uint64_t 
 	return r;
 }
 
+/*
+ * A block with a single-entry record must hold exactly that entry: the
+ * record's key (the separator), its value length and first bytes.  A
+ * keys-only reader trusts the record without reading the block, so this is
+ * where a record that lies is found.
+ */
+static int verify_record(const struct sst *t, const struct block *blk, uint64_t off,
+			 struct slice sep, const struct idx_record *rec)
+{
+	struct iter *it = blk_iter_new(blk, ikey_cmp_fn, NULL, NULL);
+	int r = 0;
+
+	iter_seek_first(it);
+	if (!iter_valid(it) || ikey_cmp(iter_key(it), sep) != 0 ||
+	    iter_value(it).len != rec->vlen ||
+	    memcmp(iter_value(it).data, rec->prefix.data, rec->prefix.len) != 0) {
+		r = ERR_CORRUPT("%s: index block: the single-entry record of the data block at "
+			       "offset %llu does not match the block's entry", t->name,
+			       (unsigned long long)off);
+	} else {
+		iter_next(it);
+		if (iter_valid(it))
+			r = ERR_CORRUPT("%s: index block: the data block at offset %llu has a "
+				       "single-entry record but more than one entry", t->name,
+				       (unsigned long long)off);
+	}
+	iter_destroy(it);
+	return r;
+}
+
 int sst_verify(struct sst *t, void (*report)(void *arg, uint64_t off, const char *msg), void *arg)
 {
 	struct verifier v = { t, report, arg, 0 };
@@ -1509,11 +1661,14 @@ int sst_verify(struct sst *t, void (*report)(void *arg, uint64_t off, const char
 	}
 	for (iter_seek_first(idx); iter_valid(idx); iter_next(idx)) {
 		struct blk_handle h;
+		struct idx_record rec;
 		struct block blk;
 		struct slice contents;
 		char *mem;
+		int has_rec;
 
-		if (!get_handle(iter_value(idx), &h) || !handle_fits(h, t->data_end)) {
+		if (!get_index_value(iter_value(idx), &h, &has_rec, &rec) ||
+		    !handle_fits(h, t->data_end)) {
 			ERR_CORRUPT("%s: index block: bad data block handle", t->name);
 			problem(&v, t->meta[META_INDEX].off);
 			continue;
@@ -1533,6 +1688,8 @@ int sst_verify(struct sst *t, void (*report)(void *arg, uint64_t off, const char
 		}
 		if (r == 0)
 			r = verify_entries(&v, &blk, h.off, iter_key(idx), &prev, &entries);
+		if (r == 0 && has_rec)
+			r = verify_record(t, &blk, h.off, iter_key(idx), &rec);
 		free(mem);
 		if (r < 0) {
 			problem(&v, h.off);

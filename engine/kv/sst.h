@@ -12,12 +12,23 @@
  *                                   smallest_key, largest_key: the internal key bytes)
  *     index block | trailer         key = separator >= last key of block i and < first
  *                                   key of block i+1; value = varint64 offset, varint64 size
+ *                                   [ | single-entry record ]
  *     footer (SST_FOOTER_SIZE bytes)
+ *
+ * The single-entry record (format version 2): the index entry of a data
+ * block that holds exactly one entry -- a value of block_size bytes or more
+ * always gets a block of its own -- has that entry's exact internal key as
+ * its key (not a shortened separator), and its handle is followed by
+ *
+ *     varint64 value length | the value's first min(length, SST_VALUE_PREFIX) bytes
+ *
+ * so that a keys-only iterator steps over a large value without reading
+ * its block.  Version 1 tables (no records) are still read.
  *
  *     trailer = 1 byte compression (0 none, 1 zstd) | fixed32 masked crc32c of
  *               the stored block bytes and the compression byte
  *     footer  = 4 x (fixed64 offset, fixed64 size) for filter, range-del,
- *               properties, index | fixed32 format version (1) |
+ *               properties, index | fixed32 format version (2; 1 is read) |
  *               fixed32 masked crc32c of the preceding 68 bytes |
  *               fixed64 magic SST_MAGIC
  *
@@ -39,7 +50,8 @@
 #include "rangedel.h"
 
 #define SST_MAGIC UINT64_C(0x736d6f6c66737374)  /* "smolfsst" */
-#define SST_FORMAT_VERSION 1
+#define SST_FORMAT_VERSION 2      /* what the builder writes; versions 1 and 2 are read */
+#define SST_VALUE_PREFIX 16       /* value bytes a single-entry record keeps */
 #define SST_FOOTER_SIZE 80
 #define SST_TRAILER 5
 
@@ -121,21 +133,35 @@ int sst_get(struct sst *t, struct slice ukey, uint64_t snap_seq, int *type, uint
 int sst_get_hashed(struct sst *t, struct slice ukey, uint64_t hash, uint64_t snap_seq, int *type,
 		   uint64_t *seq, struct buf *val, int *bloom_skipped);
 
-/* Iterator over the point entries; fill_cache = 0 to not keep the blocks it reads. */
-struct iter *sst_iter_new(struct sst *t, int fill_cache);
+/* Flags of a table iterator. */
+#define SST_ITER_FILL_CACHE 1u  /* keep the blocks it reads in the block cache */
+/*
+ * Keys-only: value() may be only a prefix of the value -- at least its first
+ * min(value_size(), SST_VALUE_PREFIX) bytes, all of it when the entry's
+ * block was read anyway -- and value_size() is its full length.  An entry
+ * with a single-entry record in the index is given from that record, and
+ * its data block is not read.
+ */
+#define SST_ITER_KEYS_ONLY 2u
+
+/* Iterator over the point entries (flags: SST_ITER_*, or 0). */
+struct iter *sst_iter_new(struct sst *t, unsigned flags);
 /*
  * The same, calling release(arg) when the iterator is destroyed (after it
  * last touches t): so whoever keeps t open for the iterator, such as the
  * table cache, needs no wrapping iterator of its own in every step.
  */
-struct iter *sst_iter_new_released(struct sst *t, int fill_cache, void (*release)(void *arg),
+struct iter *sst_iter_new_released(struct sst *t, unsigned flags, void (*release)(void *arg),
 				   void *arg);
+/* The table's format version (the footer's): 1 or 2. */
+uint32_t sst_format_version(const struct sst *t);
 /* The table's range tombstones, fragmented (never NULL; may be empty). */
 const struct rdel_set *sst_range_dels(const struct sst *t);
 const struct sst_props *sst_get_props(const struct sst *t);
 /*
  * Read every block, verify its checksum and the order of keys across the
- * whole file; report each problem (offset, message).  0 or -EUCLEAN (or
+ * whole file, and that each single-entry record of the index matches its
+ * block; report each problem (offset, message).  0 or -EUCLEAN (or
  * the errno of an I/O error, which ends the check after reporting it).
  */
 int sst_verify(struct sst *t, void (*report)(void *arg, uint64_t off, const char *msg), void *arg);

@@ -358,7 +358,7 @@ static void tcache_pin_release(void *arg)
  * destroyed; its max_seq is the largest sequence the table's properties
  * record (what the version's file entry was made from).
  */
-struct iter *tcache_iter(struct table_cache *tc, const struct file_meta *f, int fill_cache)
+struct iter *tcache_iter(struct table_cache *tc, const struct file_meta *f, unsigned sst_flags)
 {
 	struct cache_handle *h;
 	struct tcache_pin *pin;
@@ -370,7 +370,7 @@ struct iter *tcache_iter(struct table_cache *tc, const struct file_meta *f, int 
 	pin = xmalloc(sizeof(*pin));
 	pin->tc = tc;
 	pin->h = h;
-	return sst_iter_new_released(t, fill_cache, tcache_pin_release, pin);
+	return sst_iter_new_released(t, sst_flags, tcache_pin_release, pin);
 }
 
 /* ------------------------------------------------------------ versions */
@@ -1316,7 +1316,8 @@ uint64_t vtomb_cursor_covering(struct vtomb_cursor *c, struct slice ukey, uint64
 struct level_iter {
 	struct iter base;
 	struct version *v;
-	int level, fill_cache;
+	int level;
+	unsigned sst_flags;      /* for each file's iterator (sst.h) */
 	size_t idx;              /* current file; nfiles when past the end */
 	struct iter *cur;
 	int status;
@@ -1347,7 +1348,7 @@ static void li_open(struct level_iter *li, size_t idx)
 	}
 	li->idx = idx;
 	if (idx < n)
-		li->cur = tcache_iter(li->v->vs->tc, files[idx], li->fill_cache);
+		li->cur = tcache_iter(li->v->vs->tc, files[idx], li->sst_flags);
 }
 
 static int li_valid(struct iter *it)
@@ -1443,6 +1444,7 @@ static void li_prev(struct iter *it)
 
 static struct slice li_key(struct iter *it) { return iter_key(LI(it)->cur); }
 static struct slice li_value(struct iter *it) { return iter_value(LI(it)->cur); }
+static uint64_t li_value_size(struct iter *it) { return iter_value_size(LI(it)->cur); }
 
 static int li_status(struct iter *it)
 {
@@ -1476,16 +1478,17 @@ static const struct iter_ops level_ops = {
 	.valid = li_valid, .seek_first = li_seek_first, .seek_last = li_seek_last,
 	.seek = li_seek, .next = li_next, .prev = li_prev, .key = li_key, .value = li_value,
 	.status = li_status, .destroy = li_destroy, .max_seq = li_max_seq,
+	.value_size = li_value_size,
 };
 
-struct iter *level_iter_new(struct version *v, int level, int fill_cache)
+struct iter *level_iter_new(struct version *v, int level, unsigned sst_flags)
 {
 	struct level_iter *li = xcalloc(1, sizeof(*li));
 
 	li->base.ops = &level_ops;
 	li->v = v;
 	li->level = level;
-	li->fill_cache = fill_cache;
+	li->sst_flags = sst_flags;
 	li->idx = (size_t)-1;
 	for (size_t i = 0; i < v->nfiles[level]; i++)
 		if (v->files[level][i]->largest_seq > li->level_max_seq)

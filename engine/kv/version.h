@@ -135,8 +135,8 @@ int tcache_get(struct table_cache *tc, const struct file_meta *f, struct sst **t
 	       struct cache_handle **h);
 void tcache_release(struct table_cache *tc, struct cache_handle *h);
 void tcache_evict(struct table_cache *tc, uint64_t number);
-/* An iterator over one table that keeps it pinned. */
-struct iter *tcache_iter(struct table_cache *tc, const struct file_meta *f, int fill_cache);
+/* An iterator over one table that keeps it pinned; sst_flags as for sst_iter_new. */
+struct iter *tcache_iter(struct table_cache *tc, const struct file_meta *f, unsigned sst_flags);
 
 /*
  * One LSM tree of the database.  Every tree has its own levels, memtables
@@ -239,8 +239,11 @@ int version_get(struct version *v, struct slice ukey, uint64_t snap, int *type, 
 struct file_meta **version_overlapping(const struct version *v, int level, const struct slice *lo,
 				       const struct slice *hi, int expand, size_t *n);
 
-/* A concatenating iterator over a level >= 1 (opens each file as it is reached). */
-struct iter *level_iter_new(struct version *v, int level, int fill_cache);
+/*
+ * A concatenating iterator over a level >= 1 (opens each file as it is
+ * reached, with sst_flags as for sst_iter_new).
+ */
+struct iter *level_iter_new(struct version *v, int level, unsigned sst_flags);
 
 /*
  * A cursor over the range tombstones of every table in v, for keys visited
