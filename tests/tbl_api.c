@@ -9,7 +9,9 @@
  * reopen), tbl_sync (a power cut keeps what was synced after the fact),
  * tbl_rename_cell (plain, over a cell, no-replace, exchange, across
  * families and groups, GC, atomic for readers at snapshots),
- * tbl_convert_cell, and the validators.
+ * tbl_convert_cell, and the validators.  What listing a family of large
+ * cells reads (tbl_columns, keys_only, tbl_stat_cell, row_keys_only): their
+ * sizes, not their bytes.
  *
  * GC visibility is tested with versions written far in the past for a
  * family with a ttl (they are invisible at once) and with max_versions.
@@ -1148,14 +1150,250 @@ static void test_validators(void)
 	}
 }
 
+/* ------------------------------------------------------------ listing large cells */
+
+#define LC_BIG (1u << 20)
+
+static uint64_t sst_bytes_read(void)
+{
+	struct kv_stats st;
+
+	kv_get_stats(tbl_kv(db), &st);
+	return st.bytes_read_sst;
+}
+
+/* Random bytes: they do not compress, so a table holds every byte of them. */
+static void lc_fill(char *p, size_t n, uint64_t *seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (char)(rand_next(seed) >> 56);
+}
+
+/* A scan of table lc's rows starting with prefix: keys_only, row_keys_only, or full. */
+static struct tbl_scan *lc_scan(const char *prefix, int keys_only, int row_keys_only)
+{
+	struct tbl_read r;
+	struct tbl_scan *s;
+
+	memset(&r, 0, sizeof(r));
+	r.keys_only = keys_only;
+	r.row_keys_only = row_keys_only;
+	r.prefix = prefix;
+	r.prefix_len = strlen(prefix);
+	must(tbl_scan_new(db, "lc", &r, &s), "tbl_scan_new");
+	return s;
+}
+
+/*
+ * What a front-end's readdir and getattr of a family of large cells cost:
+ * 20 cells of 1 MiB (each a few bytes longer than the last, so each length
+ * is its own), 4 string cells of 1 MiB and small numbers, flushed to the
+ * tables, then, after a reopen (an empty cache), one cell deleted and one
+ * added in the memtable.  tbl_columns, a keys_only scan and tbl_stat_cell
+ * must give every cell's exact size -- text_size as tbl_get_cell's text
+ * -- and not the deleted one, while reading far less than one cell's bytes
+ * (bytes_read_sst: the tables' index, filter and properties, and the
+ * blocks of the small cells); row_keys_only over rows of large cells reads
+ * none of them.  A full scan, for contrast, reads them all.
+ */
+static void test_listing_cost(void)
+{
+	static const char *const numbers[][2] = {
+		/* in qualifier order, as listings give them */
+		{ "boolean", "true" }, { "byte", "7" }, { "f64", "2.5" }, { "i32", "123456" },
+		{ "i64", "-9000000000000000000" },
+	};
+	char *val = xmalloc(LC_BIG + 64), q[32], row[16], expect[4096], got[4096];
+	uint64_t seed = 99, before, cols_read, ko_read, stat_read, full_read, rko_read;
+	struct tbl_columns *c;
+	const struct tbl_column *col;
+	struct tbl_scan *s;
+	const struct tbl_row *rw;
+	struct tbl_scan_counts counts;
+	size_t n, o;
+	int bad = 0;
+
+	diag("listing large cells: what it reads");
+	must(tbl_create_table(db, "lc"), "create lc");
+	add_family(db, "lc", "f", 0, 0, NULL);
+	add_family(db, "lc", "n", 0, 0, NULL);
+	for (int i = 0; i < 20; i++) {
+		struct cell_value v = { .type = i < 16 ? CELL_BYTES : CELL_STRING };
+
+		lc_fill(val, LC_BIG + (size_t)i, &seed);
+		if (i >= 16)
+			for (size_t j = 0; j < LC_BIG + (size_t)i; j++)
+				val[j] = (char)('a' + (unsigned char)val[j] % 26);   /* UTF-8 */
+		v.v.data = slice_make(val, LC_BIG + (size_t)i);
+		snprintf(q, sizeof(q), "q%02d", i);
+		must(tbl_put(db, "lc", "big", 3, "f", q, strlen(q), 10, &v, 0), "put a large cell");
+	}
+	for (size_t i = 0; i < sizeof(numbers) / sizeof(numbers[0]); i++) {
+		enum cell_type t;
+
+		must(cell_type_parse(slice_str(numbers[i][0]), &t), "type");
+		must(tbl_put_text(db, "lc", "big", 3, "n", numbers[i][0], strlen(numbers[i][0]), 10,
+				  t, numbers[i][1], strlen(numbers[i][1]), 0), "put a number");
+	}
+	/* rows of large cells, for row_keys_only */
+	for (int i = 0; i < 8; i++) {
+		snprintf(row, sizeof(row), "rows%02d", i);
+		for (int j = 0; j < 3; j++) {
+			struct cell_value v = { .type = CELL_BYTES };
+
+			lc_fill(val, LC_BIG / 4, &seed);
+			v.v.data = slice_make(val, LC_BIG / 4);
+			snprintf(q, sizeof(q), "c%d", j);
+			must(tbl_put(db, "lc", row, strlen(row), "f", q, strlen(q), 10, &v, 0),
+			     "put a cell of a row");
+		}
+	}
+	must(kv_flush(tbl_kv(db)), "flush");
+	tbl_close(db);
+	db = open_db("db", NULL);   /* an empty block cache: every block read is counted */
+	{
+		struct tbl_mutation del = { .op = TBL_DELETE_CELL, .family = "f", .qualifier = "q05",
+					    .qualifier_len = 3 };
+		struct cell_value v = { .type = CELL_BYTES };
+
+		must(tbl_mutate_row(db, "lc", "big", 3, &del, 1, 0, NULL), "delete q05");
+		lc_fill(val, LC_BIG + 20, &seed);
+		v.v.data = slice_make(val, LC_BIG + 20);
+		must(tbl_put(db, "lc", "big", 3, "f", "q20", 3, 10, &v, 0), "put q20");
+	}
+
+	/* what each cell's size must be: tbl_get_cell's text (read after the listings) */
+	o = 0;
+	expect[0] = 0;
+	for (int i = 0; i <= 20; i++) {
+		if (i == 5)
+			continue;
+		o += (size_t)snprintf(expect + o, sizeof(expect) - o, "f:q%02d %u %u;", i,
+				      LC_BIG + i, LC_BIG + i + (i >= 16 && i < 20));
+	}
+	for (size_t i = 0; i < sizeof(numbers) / sizeof(numbers[0]); i++)
+		o += (size_t)snprintf(expect + o, sizeof(expect) - o, "n:%s %zu;", numbers[i][0],
+				      strlen(numbers[i][1]) + 1);
+
+	/* tbl_columns of both families */
+	before = sst_bytes_read();
+	o = 0;
+	for (int fam = 0; fam < 2; fam++) {
+		must(tbl_columns_new(db, NULL, "lc", "big", 3, fam ? "n" : "f", NULL, 0, 0, 0, &c),
+		     "tbl_columns_new");
+		while (tbl_columns_next(c, &col) == 1) {
+			if (fam)   /* a number: its text size (value_size is its width) */
+				o += (size_t)snprintf(got + o, sizeof(got) - o, "n:%.*s %zu;",
+						      (int)col->qualifier_len,
+						      (const char *)col->qualifier, col->text_size);
+			else
+				o += (size_t)snprintf(got + o, sizeof(got) - o, "f:%.*s %zu %zu;",
+						      (int)col->qualifier_len,
+						      (const char *)col->qualifier, col->value_size,
+						      col->text_size);
+		}
+		tbl_columns_free(c);
+	}
+	cols_read = sst_bytes_read() - before;
+	is_str(got, expect, "listing large cells: tbl_columns gives every cell's exact value and "
+	       "text size, not the deleted one");
+	ok(cols_read < LC_BIG / 2, "listing large cells: and reads %llu SSTable bytes, far less "
+	   "than one cell (of 21 MiB listed)", (unsigned long long)cols_read);
+
+	/* a keys_only scan of the row */
+	before = sst_bytes_read();
+	s = lc_scan("big", 1, 0);
+	o = 0;
+	n = 0;
+	while (tbl_scan_next(s, &rw) == 1)
+		for (size_t i = 0; i < rw->ncells; i++, n++)
+			if (rw->cells[i].family[0] == 'f')
+				o += (size_t)snprintf(got + o, sizeof(got) - o, "%.*s %zu %d;",
+						      (int)rw->cells[i].qualifier_len,
+						      (const char *)rw->cells[i].qualifier,
+						      rw->cells[i].value_size,
+						      (int)rw->cells[i].value.type);
+	tbl_scan_counts(s, &counts);
+	tbl_scan_free(s);
+	ko_read = sst_bytes_read() - before;
+	o = 0;
+	for (int i = 0; i <= 20; i++)
+		if (i != 5)
+			o += (size_t)snprintf(expect + o, sizeof(expect) - o, "q%02d %u %d;", i,
+					      LC_BIG + i, i >= 16 && i < 20 ? CELL_STRING : CELL_BYTES);
+	is_str(got, expect, "listing large cells: a keys_only scan gives each cell's type and "
+	       "exact value_size");
+	is_int(n, 25, "listing large cells: and the 5 numbers");
+	ok(ko_read < LC_BIG / 2 && counts.bytes < 4096,
+	   "listing large cells: it reads %llu SSTable bytes and is handed %llu bytes",
+	   (unsigned long long)ko_read, (unsigned long long)counts.bytes);
+
+	/* getattr of every cell */
+	before = sst_bytes_read();
+	for (int i = 0; i <= 20; i++) {
+		struct tbl_cell_stat st;
+		int rr;
+
+		snprintf(q, sizeof(q), "q%02d", i);
+		rr = stat_of("lc", "big", "f", q, TBL_TS_NEWEST, &st);
+		if (i == 5)
+			bad += rr != -ENOENT;
+		else
+			bad += rr != 0 || st.value_size != LC_BIG + (size_t)i ||
+			       st.text_size != LC_BIG + (size_t)i + (i >= 16 && i < 20);
+	}
+	stat_read = sst_bytes_read() - before;
+	is_int(bad, 0, "listing large cells: tbl_stat_cell gives each cell's sizes (and -ENOENT "
+	       "for the deleted one)");
+	ok(stat_read < LC_BIG / 2, "listing large cells: reading %llu SSTable bytes for 21 cells",
+	   (unsigned long long)stat_read);
+	bad = 0;
+	for (size_t i = 0; i < sizeof(numbers) / sizeof(numbers[0]); i++) {
+		struct tbl_cell_stat st;
+		const char *t = get_text(NULL, "lc", "big", "n", numbers[i][0], TBL_TS_NEWEST);
+
+		bad += stat_of("lc", "big", "n", numbers[i][0], TBL_TS_NEWEST, &st) != 0 ||
+		       st.text_size != strlen(t) || strncmp(t, numbers[i][1], strlen(numbers[i][1]));
+	}
+	is_int(bad, 0, "listing large cells: a number's text_size is the length of its text");
+
+	/* row_keys_only over the rows of large cells */
+	before = sst_bytes_read();
+	s = lc_scan("rows", 0, 1);
+	n = 0;
+	while (tbl_scan_next(s, &rw) == 1)
+		n += rw->ncells == 0;
+	tbl_scan_free(s);
+	rko_read = sst_bytes_read() - before;
+	is_int(n, 8, "listing large cells: row_keys_only lists the 8 rows");
+	ok(rko_read < LC_BIG / 4, "listing large cells: reading %llu SSTable bytes, less than one "
+	   "of their 24 cells", (unsigned long long)rko_read);
+
+	/* the contrast: a full read of the row */
+	before = sst_bytes_read();
+	s = lc_scan("big", 0, 0);
+	while (tbl_scan_next(s, &rw) == 1)
+		;
+	tbl_scan_free(s);
+	full_read = sst_bytes_read() - before;
+	ok(full_read >= 19u * LC_BIG, "listing large cells: a full scan of the row reads %llu "
+	   "SSTable bytes: all 19 tabled cells", (unsigned long long)full_read);
+	diag("SSTable bytes read: columns %llu, keys_only scan %llu, 21 stats %llu, "
+	     "row_keys_only %llu, full scan %llu", (unsigned long long)cols_read,
+	     (unsigned long long)ko_read, (unsigned long long)stat_read,
+	     (unsigned long long)rko_read, (unsigned long long)full_read);
+	free(val);
+}
+
 int main(void)
 {
-	plan(281);
+	plan(292);
 	make_tmpdir();
 	db = open_db("db", NULL);
 	test_cells();
 	test_rows();
 	test_columns();
+	test_listing_cost();
 	test_start_exclusive();
 	test_rename();
 	test_convert();

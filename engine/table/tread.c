@@ -100,10 +100,15 @@ static int resolve(struct tbl_db *db, const char *table, const char *family,
 	return 0;
 }
 
-/* A kv iterator over [lower, successor of lower) in tree, at snap. */
+/*
+ * A kv iterator over [lower, successor of lower) in tree, at snap; with
+ * keys_only, one that does not read values it can pass (kv.h): the reads
+ * that need a value's type, length and text size only take its first
+ * KV_VALUE_PREFIX bytes, which hold the tag and any fixed-size payload.
+ */
 static struct kv_iter *iter_over(struct tbl_db *db, struct kv_tree *tree,
 				 const struct kv_snapshot *snap, struct slice lower,
-				 struct buf *upper)
+				 struct buf *upper, int keys_only)
 {
 	struct kv_read_options ro;
 	int has;
@@ -119,6 +124,7 @@ static struct kv_iter *iter_over(struct tbl_db *db, struct kv_tree *tree,
 	ro.lower_len = lower.len;
 	ro.upper = upper->data;
 	ro.upper_len = upper->len;
+	ro.keys_only = keys_only;
 	return kv_iter_new(db->kv, &ro);
 }
 
@@ -141,29 +147,35 @@ static struct slice iter_value(struct kv_iter *it)
 /*
  * A stored value's type, payload size and text size, without rendering a
  * string or bytes value (nor checking a string's UTF-8): the fixed-size
- * types are decoded and rendered into scratch.  -EUCLEAN if damaged.
+ * types are decoded and rendered into scratch.  v may be only the value's
+ * first bytes (a keys-only iterator's, at least min(size, KV_VALUE_PREFIX)
+ * of them) and size is its full length: a string's or bytes' text size
+ * follows from the length, and a fixed-size value (9 bytes at most) is
+ * whole in v.  -EUCLEAN if damaged.
  */
-static int value_stat(struct slice v, struct buf *scratch, enum cell_type *type,
+static int value_stat(struct slice v, size_t size, struct buf *scratch, enum cell_type *type,
 		      size_t *value_size, size_t *text_size)
 {
 	struct cell_value cv;
 	unsigned char tag;
 
-	if (v.len == 0)
+	if (size == 0 || v.len == 0)
 		return ERR_CORRUPT("a cell value without its type tag");
 	tag = (unsigned char)v.data[0];
 	if (tag == CELL_INVALID || tag > CELL_TYPE_MAX)
 		return ERR_CORRUPT("a cell value with the invalid type tag %u", tag);
 	*type = (enum cell_type)tag;
-	*value_size = v.len - 1;
+	*value_size = size - 1;
 	if (tag == CELL_STRING) {
-		*text_size = v.len;   /* the bytes and "\n" */
+		*text_size = size;   /* the bytes and "\n" */
 		return 0;
 	}
 	if (tag == CELL_BYTES) {
-		*text_size = v.len - 1;
+		*text_size = size - 1;
 		return 0;
 	}
+	if (v.len != size)
+		return ERR_CORRUPT("a stored %s value of %zu bytes", cell_type_name(*type), size);
 	if (cell_decode(v, &cv) < 0)
 		return -EUCLEAN;      /* cell_decode's message says what */
 	buf_clear(scratch);
@@ -255,7 +267,8 @@ static int read_cell(struct tbl_db *db, const struct tbl_snapshot *snap, const c
 	if (r < 0)
 		return r;
 	tkey_column_prefix(&col, ref.table_id, rk, ref.f.id, q);
-	it = iter_over(db, ref.tree, tsch_kv_snap(snap), buf_slice(&col), &upper);
+	/* a stat needs the value's first bytes and length only: keys-only */
+	it = iter_over(db, ref.tree, tsch_kv_snap(snap), buf_slice(&col), &upper, data == NULL);
 	r = seek_version(it, &ref, rk, q, ts, &col, &scratch);
 	if (r == 0) {
 		if (ts == TBL_TS_NEWEST)
@@ -280,7 +293,8 @@ static int read_cell(struct tbl_db *db, const struct tbl_snapshot *snap, const c
 			goto fail;
 		}
 		s.ts = k.ts;
-		r = value_stat(v, &scratch, &s.type, &s.value_size, &s.text_size);
+		r = value_stat(v, kv_iter_value_size(it), &scratch, &s.type, &s.value_size,
+			       &s.text_size);
 		if (r < 0)
 			goto fail;
 		if (data) {
@@ -434,6 +448,7 @@ static struct kv_iter *rowprobe_iter(struct rowprobe *p, size_t gi)
 		ro.lower_len = p->lower.len;
 		ro.upper = p->upper.data;
 		ro.upper_len = p->upper.len;
+		ro.keys_only = 1;     /* the probes decode keys only */
 		p->its[gi] = kv_iter_new(p->db->kv, &ro);
 	}
 	return p->its[gi];
@@ -649,7 +664,7 @@ int tbl_columns_new(struct tbl_db *db, const struct tbl_snapshot *snap, const ch
 	buf_set(&c->row, row_len ? row : "", row_len);
 	tkey_family_prefix(&c->famprefix, c->ref.table_id, rk, c->ref.f.id);
 	c->it = iter_over(db, c->ref.tree, tsch_kv_snap(snap), buf_slice(&c->famprefix),
-			  &c->upper);
+			  &c->upper, 1);
 	if (!after) {
 		kv_iter_seek(c->it, c->famprefix.data, c->famprefix.len);
 	} else {
@@ -724,8 +739,8 @@ static int columns_next(struct tbl_columns *c, const struct tbl_column **col)
 		c->cur.qualifier_len = c->col.len;
 		c->cur.ts = k.ts;
 		c->cur.newest = c->n == 0;
-		r = value_stat(iter_value(c->it), &c->scratch, &c->cur.type, &c->cur.value_size,
-			       &c->cur.text_size);
+		r = value_stat(iter_value(c->it), kv_iter_value_size(c->it), &c->scratch,
+			       &c->cur.type, &c->cur.value_size, &c->cur.text_size);
 		if (r < 0)
 			return r;
 		c->n++;

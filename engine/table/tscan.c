@@ -64,10 +64,15 @@
  * nothing is returned.  tbl_get_row ignores the scan-only fields (prefix,
  * start, end, reverse, row_limit, row_keys_only).
  *
+ * keys_only and row_keys_only scans read through keys-only kv iterators
+ * (kv.h): the engine hands over each value's length and first
+ * KV_VALUE_PREFIX bytes only (the type tag is the first), and a value with
+ * a table block of its own -- any large one -- is not read at all.
+ *
  * Counts: rows and cells returned, and bytes: the key and value lengths of
- * every kv entry a scan's iterators stopped on (what the scan read through
- * the engine, values included even with keys_only, since the engine hands
- * them over with their keys; entries jumped over by a seek are not read).
+ * every kv entry a scan's iterators stopped on, as the engine handed them
+ * over (with keys_only or row_keys_only, at most KV_VALUE_PREFIX bytes of
+ * each value; entries jumped over by a seek are not read).
  */
 #include <assert.h>
 #include <stdio.h>
@@ -407,6 +412,7 @@ static void open_iterators(struct tbl_scan *s)
 			.lower = s->lower.data, .lower_len = s->lower.len,
 			.upper = s->has_upper ? s->upper.data : NULL,
 			.upper_len = s->has_upper ? s->upper.len : 0,
+			.keys_only = s->keys_only || s->row_keys_only,
 		};
 
 		s->trees[j].it = kv_iter_new(s->db->kv, &ro);
@@ -650,8 +656,12 @@ static struct pcell *add_pcell(struct tbl_scan *s)
 	return p;
 }
 
-/* Record a visible version: its qualifier, and its value unless keys_only. */
-static int emit(struct tbl_scan *s, const struct sfam *f, const struct tkey *k, struct slice v)
+/*
+ * Record a visible version: its qualifier, and its value unless keys_only
+ * (v is then the value's first bytes, size its full length).
+ */
+static int emit(struct tbl_scan *s, const struct sfam *f, const struct tkey *k, struct slice v,
+		size_t size)
 {
 	struct pcell *p;
 	struct cell_value cv;
@@ -683,7 +693,7 @@ static int emit(struct tbl_scan *s, const struct sfam *f, const struct tkey *k, 
 	buf_append(&s->arena, k->qualifier.data, k->qualifier.len);
 	p->ts = k->ts;
 	p->value = cv;
-	p->value_size = v.len - 1;
+	p->value_size = size - 1;
 	if (!s->keys_only && (cv.type == CELL_STRING || cv.type == CELL_BYTES)) {
 		p->voff = s->arena.len;
 		buf_append(&s->arena, cv.v.data.data, cv.v.data.len);
@@ -792,7 +802,7 @@ static int gather(struct tbl_scan *s, struct stree *t)
 			kv_iter_seek(t->it, s->target.data, s->target.len);
 			break;
 		}
-		err = emit(s, f, &k, v);
+		err = emit(s, f, &k, v, s->keys_only ? kv_iter_value_size(t->it) : v.len);
 		if (err < 0)
 			return err;
 		nv++;
