@@ -37,6 +37,7 @@ refused() {
 echo "# the schema"
 for cmd in "create-table t" "add-family t n --type i64" "add-family t s" \
 	   "add-family t b --type bytes" "add-family t c --type i32" "add-family t w" \
+	   "add-family t g --max-versions 1" \
 	   "create-table other" "add-family other n --type i64"; do
 	# shellcheck disable=SC2086
 	run -d "$D" $cmd
@@ -48,6 +49,7 @@ echo "# set"
 run -d "$D" set --timestamp 1000 t r1 n:miles 1100
 status_is 0 "set an i64 cell with a timestamp"
 out_is "set prints nothing" </dev/null
+err_empty "... and says nothing"
 run -d "$D" get t r1 --json
 out_is "the i64 cell reads back with its timestamp and type" <<'EOF'
 {"table":"t","row":"r1","cells":[{"family":"n","qualifier":"miles","ts":1000,"type":"i64","value":1100}]}
@@ -110,6 +112,14 @@ run -d "$D" set --timestamp 7 --type string t r7 s:num six
 status_is 0 "--type string writes a string version over the i64 cell"
 run -d "$D" get t r7 --versions 1 --json
 out_has '"ts":7,"type":"string","value":"six"}' "... which reads back as a string"
+
+run -d "$D" set t r9 g:q new
+run -d "$D" set --timestamp 5 t r9 g:q old
+status_is 0 "set --timestamp of a version max_versions hides at once succeeds"
+err_has 'table t, row r9, column g:q: warning: the version with timestamp 5 is written, but reads do not show it (family g keeps the newest 1 version)' \
+	"... with a warning that reads will not show it"
+run -d "$D" get t r9 --json
+out_has '"value":"new"}]}' "... and reads show the newer version only"
 
 echo "# set --escaped: arbitrary bytes in the row key, qualifier and value"
 run -d "$D" set -e --timestamp 9 t 'k\x00\xff\n' 'b:tab\there\x01' '\x00\x01\xffab\\'

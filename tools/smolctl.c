@@ -2290,6 +2290,35 @@ static void numeric_args_restore(struct numeric_args *na, int argc, char **argv)
 	free(na->orig);
 }
 
+/*
+ * A version written with an old --timestamp may be one that reads never
+ * show: older than the family's ttl, or behind max_versions newer ones.  It
+ * is written (as a write on a mount would be), but a silent success would
+ * leave the user looking for it: say so on stderr; the status stays 0.
+ */
+static void warn_if_hidden(struct tbl_db *db, const struct write_args *w)
+{
+	struct tbl_family_settings fs;
+	struct tbl_cell_stat st;
+	int r = tbl_stat_cell(db, NULL, w->table, w->row.data ? w->row.data : "", w->row.len,
+			      w->family, w->qual.data ? w->qual.data : "", w->qual.len, w->ts,
+			      &st);
+
+	char why[160] = "", *p = why;
+
+	if (r != -ENOENT || tbl_get_family(db, w->table, w->family, &fs) < 0)
+		return;
+	if (fs.max_versions)
+		p += snprintf(p, sizeof(why), "the newest %" PRIu32 " version%s", fs.max_versions,
+			      fs.max_versions == 1 ? "" : "s");
+	if (fs.ttl)
+		snprintf(p, sizeof(why) - (size_t)(p - why), "%sthe versions of the last %" PRIu64
+			 " seconds", fs.max_versions ? " and " : "", fs.ttl);
+	say("%s: %.*s: warning: the version with timestamp %" PRIu64 " is written, but reads "
+	    "do not show it (family %s keeps %s)", datadir, (int)w->where.len, w->where.data,
+	    w->ts, w->family, why);
+}
+
 static int write_command(const struct cmd *c, int argc, char **argv, enum write_kind kind)
 {
 	static const struct option lo[] = {
@@ -2418,6 +2447,8 @@ static int write_command(const struct cmd *c, int argc, char **argv, enum write_
 		printf("%" PRId64 "\n", result);
 	else if (kind == W_CHECK_AND_SET && !matched)
 		r = write_not_set(db, &w);
+	else if ((kind == W_SET || kind == W_CHECK_AND_SET) && w.ts != TBL_TS_NOW)
+		warn_if_hidden(db, &w);
 out:
 	write_args_free(&w);
 	return db_close(db, r);
@@ -3394,7 +3425,8 @@ static const struct cmd commands[] = {
 	  "  --type TYPE            store the cell as TYPE: string, bytes, boolean, byte,\n"
 	  "                         i32, i64, f32 or f64 [the cell's, else the family's]\n"
 	  "  --timestamp TS         the version's timestamp in microseconds since the\n"
-	  "                         epoch [now; a version with that timestamp is replaced]\n"
+	  "                         epoch [now; a version with that timestamp is replaced;\n"
+	  "                         one that max-versions or ttl hides gets a warning]\n"
 	  "  -e, --escaped          ROW, QUALIFIER and VALUE are written with get's\n"
 	  "                         escapes (\\\\, \\n, \\t, \\r, \\xHH)\n" },
 	{ "delete-version", run_delete_version, "[--escaped] TABLE ROW FAMILY:QUALIFIER TIMESTAMP",
