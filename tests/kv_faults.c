@@ -57,23 +57,24 @@ static void small_options(struct kv_options *o, struct kv_env *env)
 
 static int put_key(struct kv_db *db, int i, unsigned flags)
 {
-	char k[32], v[128];
-	int kl = snprintf(k, sizeof(k), "key%06d", i);
-	int vl = snprintf(v, sizeof(v), "value of key %d, padded out to be a little longer", i);
+	struct test_write w;
 
-	return kv_put(db, k, (size_t)kl, v, (size_t)vl, flags);
+	test_write_make(i, &w);
+	return kv_put(db, w.key, w.klen, w.value, w.vlen, flags);
 }
 
 /* 0 if keys [from, to) are all there with their values, else the first missing key. */
 static int check_keys(struct kv_db *db, int from, int to)
 {
 	for (int i = from; i < to; i++) {
-		char k[32], v[128], *got = NULL;
+		struct test_write w;
+		char *got = NULL;
 		size_t gl;
-		int kl = snprintf(k, sizeof(k), "key%06d", i);
-		int vl = snprintf(v, sizeof(v), "value of key %d, padded out to be a little longer", i);
-		int r = kv_get(db, NULL, k, (size_t)kl, &got, &gl);
-		int good = r == 0 && gl == (size_t)vl && !memcmp(got, v, gl);
+		int r, good;
+
+		test_write_make(i, &w);
+		r = kv_get(db, NULL, w.key, w.klen, &got, &gl);
+		good = r == 0 && gl == w.vlen && !memcmp(got, w.value, gl);
 
 		free(got);
 		if (!good) {

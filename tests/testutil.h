@@ -70,6 +70,24 @@ static long scaled(long n, long min)
 }
 
 /*
+ * Write number i of the engine's fault tests: the key "key%06d" and a value
+ * that names it, padded to about 50 bytes, so a check finds a write that is
+ * missing and a value that belongs to another key.
+ */
+struct test_write {
+	char key[32], value[96];
+	size_t klen, vlen;
+};
+
+__attribute__((unused))
+static void test_write_make(long i, struct test_write *w)
+{
+	w->klen = (size_t)snprintf(w->key, sizeof(w->key), "key%06ld", i);
+	w->vlen = (size_t)snprintf(w->value, sizeof(w->value),
+				   "value of key %ld, padded out to be a little longer", i);
+}
+
+/*
  * The seeds to run a randomized test with: *seeds gets SMOLFS_TEST_SEED
  * alone if it is set, else fixed and then a seed drawn for this run.
  * Returns how many (1 or 2) and prints them, with how to replay each.

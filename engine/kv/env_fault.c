@@ -11,6 +11,11 @@
  * renames and unlinks undone.  To be able to undo an unlink or a rename over
  * an existing file, those are done as renames to hidden backup names, which a
  * directory sync then deletes for real.
+ *
+ * A failed fsync of a file is remembered: the bytes it was to make durable
+ * stay at the power cut's mercy even if a later fsync of the file succeeds,
+ * as on Linux, where a writeback error is reported once and the pages are
+ * then marked clean (a retried fsync returns 0 without writing them).
  */
 #include "env.h"
 #include "util.h"
@@ -33,6 +38,7 @@ struct fault_file {
 struct fstate {
 	char *path;
 	uint64_t size, synced;
+	uint64_t lost_lo, lost_hi; /* bytes a failed fsync was to keep: never durable */
 	int tracked;           /* opened for append through us */
 	struct fstate *next;
 };
@@ -232,6 +238,7 @@ static int open_tracked(struct kv_env *e, const char *path, int log, struct env_
 	s = fstate_get(fe, path);
 	s->tracked = 1;
 	s->size = s->synced = 0;
+	s->lost_lo = s->lost_hi = 0;
 	if (!existed)
 		add_pending(fe, P_CREATE, path, NULL, NULL);
 	pthread_mutex_unlock(&fe->mu);
@@ -286,9 +293,19 @@ static int f_sync(struct env_file *ef)
 	struct fstate *s;
 	int r;
 
-	if ((r = check(f->fe, ENV_OP_SYNC, "fdatasync", f->path)) < 0)
-		return r;
-	r = env_sync(f->inner);
+	r = check(f->fe, ENV_OP_SYNC, "fdatasync", f->path);
+	if (r == 0)
+		r = env_sync(f->inner);
+	pthread_mutex_lock(&f->fe->mu);
+	s = f->path ? fstate_find(f->fe, f->path) : NULL;
+	if (r < 0 && s && s->size > s->synced) {
+		/* what this fsync was to keep is lost to any later fsync of the file */
+		if (s->lost_hi <= s->lost_lo || s->synced < s->lost_lo)
+			s->lost_lo = s->synced;
+		if (s->size > s->lost_hi)
+			s->lost_hi = s->size;
+	}
+	pthread_mutex_unlock(&f->fe->mu);
 	if (r < 0)
 		return r;
 	pthread_mutex_lock(&f->fe->mu);
@@ -705,8 +722,11 @@ static int page_fate(struct fault_env *fe)
  * they are, then each page (aligned to the file's offsets) of the rest kept,
  * zeroed, or dropped; the file ends after the last page not dropped, and a
  * dropped page before that reads as zeros.  The part of the page holding
- * the synced end that lies past it is that page's unsynced part.  Rewrites
- * the file through the base environment.  REQUIRES fe->mu held.
+ * the synced end that lies past it is that page's unsynced part.  Bytes a
+ * failed fsync was to keep (lost_lo to lost_hi) that a later fsync covered
+ * are kept or zeroed page by page (a dropped one reads as zeros: the file
+ * goes on after it).  Rewrites the file through the base environment.
+ * REQUIRES fe->mu held.
  */
 static int cut_file(struct fault_env *fe, const struct fstate *s)
 {
@@ -720,11 +740,25 @@ static int cut_file(struct fault_env *fe, const struct fstate *s)
 	r = env_read_file(b, s->path, &data, &len);
 	if (r < 0)
 		return r;
-	if (len <= s->synced) {
+	if (len <= s->synced && !(s->lost_lo < s->lost_hi && s->lost_lo < s->synced)) {
 		free(data);
 		return 0;
 	}
-	keep_to = s->synced;
+	for (uint64_t off = s->lost_lo; off < s->lost_hi && off < s->synced && off < len; off = end) {
+		int fate = page_fate(fe);
+
+		end = (off / CUT_PAGE + 1) * CUT_PAGE;
+		if (end > s->lost_hi)
+			end = s->lost_hi;
+		if (end > s->synced)
+			end = s->synced;
+		if (end > len)
+			end = len;
+		fe->pages[fate]++;
+		if (fate != FATE_KEEP)
+			memset(data + off, 0, (size_t)(end - off));
+	}
+	keep_to = s->synced < len ? s->synced : len;
 	for (uint64_t off = s->synced; off < len; off = end) {
 		int fate = page_fate(fe);
 

@@ -1,0 +1,327 @@
+/*
+ * kv_syncerr.c -- a failed fsync is never reported as success, and never
+ * leaves a hole: each case what a user sees after the fault and after a
+ * power cut that follows it.
+ *
+ *   - every fsync of a workload (logs, tables, MANIFEST, CURRENT and the
+ *     directory; opens, synced writes, flushes, compactions, closes) is failed
+ *     in turn: the call that met it returns the error, and after a power cut
+ *     right then the database opens with every acknowledged write;
+ *   - a manifest switch (the next edit after a failed MANIFEST write starts a
+ *     new manifest): a failed fsync of the new MANIFEST, of CURRENT's
+ *     temporary file or of the directory after CURRENT is renamed fails the
+ *     edit, and a power cut then loses nothing acknowledged.
+ */
+#include "kv.h"
+#include "env.h"
+#include "util.h"
+#include "tap.h"
+#include "testutil.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+static void quiet(void *arg, enum kv_log_level level, const char *msg)
+{
+	(void)arg; (void)level;
+	if (getenv("SYNCERR_LOG"))
+		diag("log: %s", msg);
+}
+
+/* Only the test's own calls flush or compact: every fsync happens inside one of them. */
+static void options(struct kv_options *o, struct kv_env *env)
+{
+	kv_options_init(o);
+	o->env = env;
+	o->write_buffer_size = 4u << 20;
+	o->target_file_size = 8u << 10;
+	o->l0_compaction_trigger = 1000;
+	o->l0_slowdown_trigger = 1000;
+	o->l0_stop_trigger = 1000;
+	o->log = quiet;
+}
+
+static int put_key(struct kv_db *db, int i, unsigned flags)
+{
+	struct test_write w;
+
+	test_write_make(i, &w);
+	return kv_put(db, w.key, w.klen, w.value, w.vlen, flags);
+}
+
+/* How many of the keys i < n with acked[i] set are missing or wrong. */
+static int count_lost(struct kv_db *db, const char *acked, int n, const char *what)
+{
+	int lost = 0;
+
+	for (int i = 0; i < n; i++) {
+		struct test_write w;
+		char *got = NULL;
+		size_t gl;
+		int r;
+
+		if (!acked[i])
+			continue;
+		test_write_make(i, &w);
+		r = kv_get(db, NULL, w.key, w.klen, &got, &gl);
+		if (r != 0 || gl != w.vlen || memcmp(got, w.value, gl)) {
+			if (lost++ < 3)
+				diag("%s: acknowledged key%06d %s", what, i,
+				     r ? kv_strerror(r) : "has a wrong value");
+		}
+		free(got);
+	}
+	return lost;
+}
+
+/*
+ * The power goes now: every call fails from here, the database is closed as
+ * a dying process would leave it, and the disk keeps what was synced.  Then
+ * the database must open; returns how many acknowledged writes it lost, or
+ * -1 if it does not open.
+ */
+static int cut_and_check(struct kv_env *fe, struct kv_db **db, const char *dir, const char *acked,
+			 int n, const char *what)
+{
+	struct kv_options o;
+	int r, lost;
+
+	env_fault_power_cut_after(fe, 0);
+	if (*db)
+		kv_close(*db);
+	*db = NULL;
+	r = env_fault_drop_unsynced(fe);
+	if (r < 0) {
+		diag("%s: env_fault_drop_unsynced: %s", what, kv_strerror(r));
+		return -1;
+	}
+	env_fault_clear(fe);
+	options(&o, fe);
+	r = kv_open(dir, &o, db);
+	if (r < 0) {
+		diag("%s: after the power cut the database does not open: %s", what, kv_strerror(r));
+		*db = NULL;
+		return -1;
+	}
+	lost = count_lost(*db, acked, n, what);
+	r = kv_close(*db);
+	*db = NULL;
+	if (r < 0) {
+		diag("%s: close after the power cut: %s", what, kv_strerror(r));
+		return -1;
+	}
+	return lost;
+}
+
+/* ---------------------------------------------------------------- every fsync in turn */
+
+#define PUTS 24
+#define STEPS 13
+#define MAXKEYS (PUTS * 4)
+
+struct run {
+	struct kv_env *fe;
+	struct kv_db *db;
+	const char *dir;
+	char acked[MAXKEYS];
+	int next_key;
+};
+
+/* Step s of the workload; 0 or the error of the call that failed. */
+static int step(struct run *w, int s)
+{
+	struct kv_options o;
+	int r = 0;
+
+	switch (s) {
+	case 0: case 8:
+		options(&o, w->fe);
+		return kv_open(w->dir, &o, &w->db);
+	case 1: case 3: case 6: case 9:
+		for (int i = 0; i < PUTS && r == 0; i++) {
+			r = put_key(w->db, w->next_key, KV_SYNC);
+			if (r == 0)
+				w->acked[w->next_key] = 1;
+			w->next_key++;
+		}
+		return r;
+	case 2: case 4: case 10:
+		return kv_flush(w->db);
+	case 5: case 11:
+		return kv_compact_range(w->db, NULL, 0, NULL, 0);
+	case 7: case 12:
+		r = kv_close(w->db);
+		w->db = NULL;
+		return r;
+	}
+	return 0;
+}
+
+/*
+ * Fail the nth fsync (file or directory) of the workload with EIO.  Returns
+ * 0 if the workload had no nth fsync, 1 if the fault was met; then *step_r
+ * is what the call that met it returned and *lost what a power cut right
+ * after it lost (-1: the database did not open).
+ */
+static int one_fault_point(long n, int *step_r, int *lost, int *acked_n, const char **where)
+{
+	static const char *names[STEPS] = {
+		"open", "synced puts", "flush", "synced puts", "flush", "compaction",
+		"synced puts", "close", "reopen", "synced puts", "flush", "compaction", "close",
+	};
+	struct run w = { .fe = env_fault_new(env_posix()) };
+	char *dir = xasprintf("%s/p%04ld", tmpdir, n);
+	int met = 0;
+
+	rm_rf(dir);
+	w.dir = dir;
+	env_fault_cut_model(w.fe, ENV_CUT_PAGES, (uint64_t)n + 1);
+	env_fault_inject(w.fe, ENV_OP_SYNC, n, 1, -EIO, NULL);
+	for (int s = 0; s < STEPS; s++) {
+		int r = step(&w, s);
+
+		if (env_fault_injected(w.fe) > 0) {
+			met = 1;
+			*step_r = r;
+			*where = names[s];
+			break;
+		}
+		if (r < 0) {
+			diag("fault point %ld: %s failed before the fault: %s", n, names[s],
+			     kv_strerror(r));
+			*step_r = r;
+			*where = names[s];
+			met = -1;
+			break;
+		}
+	}
+	if (met) {
+		*acked_n = 0;
+		for (int i = 0; i < w.next_key; i++)
+			*acked_n += w.acked[i];
+		*lost = cut_and_check(w.fe, &w.db, dir, w.acked, w.next_key, *where);
+	} else if (w.db) {
+		kv_close(w.db);
+	}
+	env_fault_free(w.fe);
+	rm_rf(dir);
+	free(dir);
+	return met;
+}
+
+static void test_every_fsync(void)
+{
+	long points = 0, silent = 0, lost_runs = 0, unopened = 0, acked = 0, lost = 0;
+	int met;
+
+	for (long n = 0; n < 1000; n++) {
+		int r = 0, l = 0, a = 0;
+		const char *where = "?";
+
+		met = one_fault_point(n, &r, &l, &a, &where);
+		if (met == 0)
+			break;
+		points++;
+		if (met < 0 || r == 0) {
+			silent++;
+			diag("fault point %ld: the fsync failed in %s, which returned %s", n, where,
+			     r == 0 ? "success" : kv_strerror(r));
+		}
+		acked += a;
+		if (l < 0)
+			unopened++;
+		else if (l > 0)
+			lost_runs++, lost += l;
+	}
+	ok(points >= 40, "every fsync of the workload failed in turn: %ld fault points", points);
+	is_int(silent, 0, "each failed fsync reached the caller as an error (%ld returned success)",
+	       silent);
+	is_int(unopened, 0, "after each, a power cut leaves a database that opens (%ld power cuts)",
+	       points);
+	ok(lost == 0 && lost_runs == 0,
+	   "and no acknowledged write is lost (%ld acknowledged, %ld lost in %ld runs)", acked, lost,
+	   lost_runs);
+}
+
+/* ---------------------------------------------------------------- a manifest switch */
+
+/*
+ * A compaction whose MANIFEST append fails leaves the manifest's tail
+ * unknown, so the next edit starts a new manifest.  Fail one fsync of that
+ * switch (the new MANIFEST's, CURRENT's temporary file's, or the
+ * directory's after CURRENT is renamed, which comes after the compaction's
+ * own directory fsync for its outputs): the compaction that needs the
+ * switch must fail, and a power cut then loses nothing acknowledged.
+ */
+static void manifest_switch_case(const char *what, unsigned ops, long after, const char *match)
+{
+	static int cases;
+	struct kv_env *fe = env_fault_new(env_posix());
+	char *dir = xasprintf("%s/switch%d", tmpdir, cases++);
+	char acked[MAXKEYS] = { 0 };
+	struct kv_options o;
+	struct kv_db *db = NULL;
+	int r, k = 0, tries;
+	long base;
+
+	rm_rf(dir);
+	options(&o, fe);
+	env_fault_cut_model(fe, ENV_CUT_DROP, 0);
+	r = kv_open(dir, &o, &db);
+	for (int round = 0; round < 2 && r == 0; round++) {
+		for (int i = 0; i < PUTS && r == 0; i++, k++)
+			if ((r = put_key(db, k, KV_SYNC)) == 0)
+				acked[k] = 1;
+		if (r == 0)
+			r = kv_flush(db);
+	}
+	is_int(r, 0, "%s: a database with two level-0 tables", what);
+	if (r < 0)
+		goto out;
+	env_fault_inject(fe, ENV_OP_SYNC, 0, 1, -EIO, "MANIFEST");
+	r = kv_compact_range(db, NULL, 0, NULL, 0);
+	ok(r < 0 && env_fault_injected(fe) == 1,
+	   "%s: a compaction whose MANIFEST fsync fails, fails (%s)", what,
+	   r ? kv_strerror(r) : "it returned 0");
+	env_fault_clear(fe);
+	/* the retried compaction (nothing to flush first) switches manifests and meets the fault */
+	base = env_fault_injected(fe);
+	env_fault_inject(fe, ops, after, -1, -EIO, match);
+	r = 0;
+	for (tries = 0; tries < 1000 && env_fault_injected(fe) == base; tries++) {
+		r = kv_compact_range(db, NULL, 0, NULL, 0);
+		if (env_fault_injected(fe) == base)
+			usleep(5000);   /* the back-off of the first failure still holds */
+	}
+	ok(env_fault_injected(fe) > base && r < 0,
+	   "%s: the compaction that switches manifests fails with the fsync (%s)", what,
+	   env_fault_injected(fe) == base ? "the fault was never met" :
+	   r ? kv_strerror(r) : "it returned 0");
+	r = cut_and_check(fe, &db, dir, acked, k, what);
+	is_int(r, 0, "%s: after a power cut the database opens with all %d acknowledged writes",
+	       what, k);
+out:
+	if (db)
+		kv_close(db);
+	env_fault_free(fe);
+	rm_rf(dir);
+	free(dir);
+}
+
+static void test_manifest_switch(void)
+{
+	manifest_switch_case("new MANIFEST fsync", ENV_OP_SYNC, 0, "MANIFEST");
+	manifest_switch_case("CURRENT fsync", ENV_OP_SYNC, 0, "CURRENT");
+	/* the first directory fsync is the compaction's for its outputs */
+	manifest_switch_case("directory fsync after CURRENT's rename", ENV_OP_SYNC_DIR, 1, NULL);
+}
+
+int main(void)
+{
+	plan(4 + 3 * 4);
+	make_tmpdir("syncerr");
+	test_every_fsync();
+	test_manifest_switch();
+	rm_rf(tmpdir);
+	return exit_status();
+}
