@@ -669,8 +669,11 @@ static int switch_log(struct kv_db *db)
 
 	if (!db->wal_broken && (r = wal_sync(db->wal)) < 0) {
 		db->wal_broken = 1;
+		db->failed_log = db->wal_number;
 		return r;
 	}
+	if (db->wal_broken)
+		db->failed_log = db->wal_number;   /* see flush_failed_log */
 	number = vs_new_file_number(db->vs);
 	path = log_path(db, number);
 	r = env_open_log(db->env, path, &f);
@@ -765,6 +768,55 @@ static int make_room(struct kv_db *db, int force)
 	}
 }
 
+/* 1 while some tree may hold writes of db->failed_log in its memtables only.  REQUIRES mu held. */
+static int failed_log_pending(struct kv_db *db)
+{
+	if (!db->failed_log)
+		return 0;
+	for (size_t i = 0; i < db->ntrees; i++) {
+		struct kv_tree *t = db->trees[i];
+		if (t->dropped || (!t->imm && mem_entries(t->mem) + mem_range_dels(t->mem) == 0))
+			continue;
+		if (t->vt->log_number <= db->failed_log)
+			return 1;
+	}
+	db->failed_log = 0;
+	return 0;
+}
+
+/*
+ * Before a synced write is acknowledged after a log failed.  The writes
+ * acknowledged without KV_SYNC in the failed log may never reach its disk:
+ * the failed fsync or append may have lost them, and on Linux a retried
+ * fsync of that log returns 0 without writing the pages whose writeback
+ * failed.  So they are made durable another way: the memtables that hold
+ * them are switched out and flushed to tables, synced and named in a synced
+ * manifest edit, and only then may the synced write go on.  Otherwise a
+ * power cut could keep that write and lose older acknowledged ones, a hole
+ * in the history where recovery promises a point in time.  Waits for the
+ * flush; if it fails, returns its error and the synced write fails with it
+ * (the next one tries again).  REQUIRES mu held; the caller leads the
+ * writers.
+ */
+static int flush_failed_log(struct kv_db *db)
+{
+	int r;
+
+	if (!failed_log_pending(db))
+		return 0;
+	db_log(db, KV_LOG_INFO, "log %06llu failed: flushing the writes it held before a synced "
+	       "write", (unsigned long long)db->failed_log);
+	if ((r = make_room(db, 1)) < 0)
+		return r;
+	while (failed_log_pending(db)) {
+		if (db->bg_error)
+			return ERR_SET(db->bg_error, "%s", db->bg_error_msg);
+		pthread_cond_broadcast(&db->work_cv);
+		pthread_cond_wait(&db->bg_cv, &db->mu);
+	}
+	return 0;
+}
+
 static int apply_to_mem(void *arg, uint64_t seq, uint32_t tree, int type, struct slice key,
 			struct slice value)
 {
@@ -818,7 +870,8 @@ static void lead_leave(struct kv_db *db, struct writer *w)
  * An empty batch with KV_SYNC: make every write committed so far durable.
  * Holding the write lead, no group is being appended and the log cannot be
  * switched, so syncing the current log covers everything committed (a log
- * is synced before it is retired).  Called without mu.
+ * is synced before it is retired; a failed one is replaced and its writes
+ * flushed first, flush_failed_log).  Called without mu.
  */
 static int sync_committed(struct kv_db *db)
 {
@@ -828,9 +881,12 @@ static int sync_committed(struct kv_db *db)
 	pthread_mutex_lock(&db->mu);
 	lead_enter(db, &w);
 	r = db_bg_check(db);
+	/* a broken log is never synced again: a new one, and its writes flushed */
+	if (r == 0 && (db->wal_broken || db->failed_log) && (r = make_room(db, 0)) == 0)
+		r = flush_failed_log(db);
 	pthread_mutex_unlock(&db->mu);
 	if (r == 0 && (r = wal_sync(db->wal)) < 0)
-		failed = 1;   /* a broken log keeps failing: its error is returned */
+		failed = 1;
 	pthread_mutex_lock(&db->mu);
 	if (failed)
 		db->wal_broken = 1;   /* a failed fsync may have lost what it was to keep */
@@ -870,6 +926,8 @@ int kv_write(struct kv_db *db, const struct kv_batch *b, unsigned flags)
 
 	/* the leader: room, then gather followers into one log append */
 	r = make_room(db, 0);
+	if (r == 0 && w.sync)
+		r = flush_failed_log(db);
 	seq = db_last_seq(db);
 	last = &w;
 	sync = w.sync;

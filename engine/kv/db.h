@@ -101,6 +101,8 @@ struct kv_db {
 	uint64_t bg_retry_at;          /* now_micros() time of the next retry */
 	uint64_t bg_backoff;           /* microseconds; 0 after a success */
 	int wal_broken;                /* the log failed an append or fsync: the next write starts a new one */
+	uint64_t failed_log;           /* the newest log that failed while its writes may be in
+					  memtables only (flush_failed_log), or 0 */
 	int compacting;                /* the compaction thread is working */
 	int flush_requested;
 	struct manual_compaction *manual;
