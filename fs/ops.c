@@ -2149,8 +2149,9 @@ struct fs_handle {
 	uint64_t stamp;             /* utimensat while dirty: the version's timestamp */
 	uint64_t committed_ts;      /* the version this handle's last commit made */
 	int wrote;                  /* a write or ftruncate happened */
-	int existed;                /* the cell existed at open */
 	size_t checked;             /* a string's text: data[0..checked) is whole UTF-8 */
+	pid_t pid;                  /* the thread that opened it */
+	int fresh;                  /* not used since the open (truncate_opened) */
 	struct fs_handle *next_w;   /* the node's writable handles, under fs.lock */
 };
 
@@ -2438,6 +2439,27 @@ static int writer_stamp(struct fs *fs, struct fs_node *n, uint64_t ts)
 	return took;
 }
 
+/*
+ * An O_TRUNC or O_CREAT open: the handle's text starts empty and its flush
+ * commits (the empty value too, where the type allows it).  Only the
+ * handle changes: other readers keep the committed value until that commit.
+ */
+static void handle_truncate_open(struct fs_handle *h)
+{
+	h->loaded = 1;
+	h->len = 0;
+	h->checked = 0;
+	h->dirty = 1;
+	h->created = 1;
+}
+
+/* The handle served a request: a later setattr is not its open's O_TRUNC (truncate_opened). */
+static void handle_used(struct fs_handle *h)
+{
+	if (__atomic_load_n(&h->fresh, __ATOMIC_RELAXED))
+		__atomic_store_n(&h->fresh, 0, __ATOMIC_RELAXED);
+}
+
 static int open_handle(struct fs *fs, struct fs_node *n, int flags, int created,
 		       struct fs_handle **out)
 {
@@ -2452,6 +2474,8 @@ static int open_handle(struct fs *fs, struct fs_node *n, int flags, int created,
 	h->append = !!(flags & O_APPEND);
 	h->created = created;
 	h->type = (enum cell_type)n->pending_type;   /* mknod then setxattr (tar --xattrs) */
+	h->pid = request_pid;
+	h->fresh = 1;
 	if (h->writable && (flags & O_TRUNC || created)) {
 		/* the type the text will be parsed as: the existing cell's */
 		if (n->kind == FS_CELL) {
@@ -2461,15 +2485,11 @@ static int open_handle(struct fs *fs, struct fs_node *n, int flags, int created,
 				      n->qual_len, n->ts, &ci, NULL);
 			if (rc == 0) {
 				h->type = ci.type;
-				h->existed = 1;
 			} else if (rc != -ENOENT) {
 				goto fail;
 			}
 		}
-		h->loaded = 1;
-		h->len = 0;
-		h->dirty = 1;
-		h->created = 1;
+		handle_truncate_open(h);
 	} else if (h->writable) {
 		rc = handle_load(fs, h);
 		if (rc < 0)
@@ -2549,9 +2569,9 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	pthread_mutex_lock(&fs->lock);
 	if (!h->writable && n->dirty_open) {
 		/*
-		 * A writer has this inode open: the kernel's size and pages are
-		 * its unsaved text (an O_TRUNC open zeroed them).  This reader
-		 * sees the committed value, read past the kernel's size.
+		 * A writer has this inode open: its writes move the kernel's size
+		 * (one per inode) past the committed value's.  This reader reads
+		 * the committed value from the daemon, whatever that size says.
 		 */
 		fi->direct_io = 1;
 		fi->keep_cache = 0;
@@ -2673,6 +2693,7 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct fs_handle *h = (struct fs_handle *)(uintptr_t)fi->fh;
 	int rc;
 
+	handle_used(h);
 	pthread_mutex_lock(&h->lock);
 	rc = handle_load(fs, h);
 	if (rc < 0) {
@@ -2774,6 +2795,7 @@ static void fs_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t si
 	enum cell_type t;
 	int rc;
 
+	handle_used(h);
 	pthread_mutex_lock(&h->lock);
 	rc = handle_load(fs, h);
 	if (rc < 0)
@@ -2856,6 +2878,7 @@ static void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int rc;
 
 	request_pid = fuse_req_ctx(req)->pid;
+	handle_used(h);
 	pthread_mutex_lock(&h->lock);
 	committed = h->committed_ts;
 	rc = handle_commit(fs, h, 0, 0);
@@ -2890,6 +2913,7 @@ static void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 	int rc;
 
 	request_pid = fuse_req_ctx(req)->pid;
+	handle_used(h);
 	pthread_mutex_lock(&h->lock);
 	rc = handle_commit(fs, h, TBL_SYNC, 1);
 	pthread_mutex_unlock(&h->lock);
@@ -2980,6 +3004,46 @@ static uint64_t now_ts(void)
 	return timespec_to_ts(&t);
 }
 
+/*
+ * Truncate the text of the writable handle of n that the thread pid has
+ * just opened and not used yet; 0 if there is none.  The daemon does not ask for atomic_o_trunc: with it the
+ * kernel sets the inode's size to 0 at an O_TRUNC open, and every process
+ * reading the inode through the page cache then sees an empty cell (or a
+ * getattr's committed size overtaken by that zero) until the writer
+ * commits.  Without it the kernel sends, right after the open and from the
+ * same thread, a setattr of size 0 with no file handle (ftruncate sends its
+ * handle).  truncate(2) by name looks the same, but a thread that opened
+ * the cell for writing and truncates it by name before using the
+ * descriptor ends, at close, with what a truncation of its handle gives.
+ * So that setattr truncates this handle's text only and answers the
+ * committed size: the inode's size stays what readers must see.
+ *
+ * fs.lock keeps the handle from being freed (its release takes it off
+ * n->writers under that lock first); its own lock is only tried, since
+ * handle.lock comes before fs.lock: a handle busy in a request is not fresh.
+ */
+static int truncate_opened(struct fs *fs, struct fs_node *n, pid_t pid)
+{
+	struct fs_handle *h;
+	int done = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	for (h = n->writers; h; h = h->next_w)   /* newest first */
+		if (h->pid == pid)
+			break;
+	if (h && __atomic_load_n(&h->fresh, __ATOMIC_RELAXED) &&
+	    pthread_mutex_trylock(&h->lock) == 0) {
+		handle_used(h);
+		h->failed = 0;
+		handle_truncate_open(h);
+		n->dirty_len = 0;
+		pthread_mutex_unlock(&h->lock);
+		done = 1;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return done;
+}
+
 static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		       struct fuse_file_info *fi)
 {
@@ -2990,9 +3054,20 @@ static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 
 	if (!n)
 		return reply_err(req, -ESTALE, "setattr", NULL);
+	request_pid = fuse_req_ctx(req)->pid;
 	if (fs->cfg.ro && (to_set & (FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_MTIME |
 				     FUSE_SET_ATTR_MTIME_NOW)))
 		return reply_err(req, -EROFS, "setattr", n);
+	if (fi)
+		handle_used((struct fs_handle *)(uintptr_t)fi->fh);
+	if ((to_set & FUSE_SET_ATTR_SIZE) && attr->st_size == 0 && !fi && !is_dir_kind(n->kind)) {
+		if (truncate_opened(fs, n, request_pid)) {   /* an open's O_TRUNC */
+			rc = node_stat(fs, n, ino, &st);
+			if (rc < 0)
+				return reply_err(req, rc, "setattr", n);
+			return reply_failed("setattr", fuse_reply_attr(req, &st, 0));
+		}
+	}
 	if (to_set & FUSE_SET_ATTR_SIZE) {
 		struct fs_handle *h = fi ? (struct fs_handle *)(uintptr_t)fi->fh : NULL;
 		struct fs_handle tmp;
@@ -3681,8 +3756,8 @@ static void fs_statfs(fuse_req_t req, fuse_ino_t ino)
 
 static void fs_init_conn(void *userdata, struct fuse_conn_info *conn)
 {
-	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
-		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	/* O_TRUNC arrives as a setattr after the open, not in it: opened_by() says why */
+	conn->want &= ~(unsigned)FUSE_CAP_ATOMIC_O_TRUNC;
 	if (conn->capable & FUSE_CAP_READDIRPLUS)
 		conn->want |= FUSE_CAP_READDIRPLUS;
 	conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;   /* writes reach flush in order */

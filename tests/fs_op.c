@@ -15,6 +15,10 @@
  *   fs_op fsync PATH TEXT           like write, with fsync before close
  *   fs_op create PATH               open(O_WRONLY|O_CREAT|O_EXCL), close
  *   fs_op truncate PATH LENGTH      truncate(2)
+ *   fs_op hold PATH TEXT            open(O_WRONLY|O_CREAT|O_TRUNC), print "opened",
+ *                                   wait for a line on stdin, write TEXT, print
+ *                                   "written", wait for a line, close: a test looks
+ *                                   at the cell from outside between the steps
  *   fs_op mkdir PATH | rmdir PATH | unlink PATH | mkfifo PATH | mknod PATH
  *   fs_op symlink TARGET PATH | link OLD NEW
  *   fs_op rename OLD NEW [noreplace|exchange]     renameat2(2)
@@ -52,7 +56,7 @@ static const struct { int e; const char *name; } errnames[] = {
 	{ ERANGE, "ERANGE" }, { ENAMETOOLONG, "ENAMETOOLONG" }, { ENOSYS, "ENOSYS" },
 	{ ENOTEMPTY, "ENOTEMPTY" }, { ENODATA, "ENODATA" }, { ENOTSUP, "ENOTSUP" },
 	{ ENOTCONN, "ENOTCONN" }, { EBUSY, "EBUSY" }, { EMFILE, "EMFILE" },
-	{ E2BIG, "E2BIG" }, { ENXIO, "ENXIO" }, { ESTALE, "ESTALE" },
+	{ E2BIG, "E2BIG" }, { ENXIO, "ENXIO" }, { ESTALE, "ESTALE" }, { EPIPE, "EPIPE" },
 };
 
 static int fail(const char *step)
@@ -68,6 +72,16 @@ static int fail(const char *step)
 	}
 	printf("%s errno%d\n", step, e);
 	return 1;
+}
+
+/* STEP failed on the open descriptor fd: report errno as STEP left it, and close fd */
+static int fail_close(int fd, const char *step)
+{
+	int e = errno;
+
+	close(fd);
+	errno = e;
+	return fail(step);
 }
 
 static int done(void)
@@ -97,20 +111,33 @@ static int op_write(const char *path, int flags, const char *text, off_t off, in
 
 	if (fd < 0)
 		return fail("open");
-	if (write_all(fd, text, strlen(text), off, at) < 0) {
-		int e = errno;
+	if (write_all(fd, text, strlen(text), off, at) < 0)
+		return fail_close(fd, "write");
+	if (sync && fsync(fd) < 0)
+		return fail_close(fd, "fsync");
+	if (close(fd) < 0)
+		return fail("close");
+	return done();
+}
 
-		close(fd);
-		errno = e;
-		return fail("write");
-	}
-	if (sync && fsync(fd) < 0) {
-		int e = errno;
+/* The steps of `fs_op hold`, each one released by a line on stdin. */
+static int op_hold(const char *path, const char *text)
+{
+	char line[64];
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 
-		close(fd);
-		errno = e;
-		return fail("fsync");
-	}
+	if (fd < 0)
+		return fail("open");
+	printf("opened\n");
+	errno = EPIPE;   /* what a closed stdin reports */
+	if (!fgets(line, sizeof(line), stdin))
+		return fail_close(fd, "stdin");
+	if (write_all(fd, text, strlen(text), 0, 0) < 0)
+		return fail_close(fd, "write");
+	printf("written\n");
+	errno = EPIPE;
+	if (!fgets(line, sizeof(line), stdin))
+		return fail_close(fd, "stdin");
 	if (close(fd) < 0)
 		return fail("close");
 	return done();
@@ -225,6 +252,8 @@ int main(int argc, char **argv)
 		printf("%llu\n", (unsigned long long)st.st_ino);
 		return 0;
 	}
+	if (strcmp(op, "hold") == 0 && argc == 4)
+		return op_hold(argv[2], argv[3]);
 	if (strcmp(op, "dirino") == 0 && argc == 4)
 		return op_dirino(argv[2], argv[3]);
 	return usage();
