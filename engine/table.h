@@ -397,6 +397,8 @@ struct tbl_read {
 	int row_keys_only;            /* rows carry no cells at all: after a row's first
 					 visible cell (read keys-only), one seek to the
 					 next row, whatever the row's width */
+	int no_fill_cache;            /* the blocks read are not kept in the block cache (a bulk
+					 listing neither grows memory nor evicts what is hot) */
 };
 
 struct tbl_cell {

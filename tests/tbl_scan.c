@@ -1184,7 +1184,7 @@ static void test_cost(void)
 	struct tbl_read r = read_init();
 	struct tbl_scan_counts c, full;
 	const char *small[] = { "small" };
-	uint64_t before, small_read, all_read, rko_read, wide_read;
+	uint64_t before, small_read, all_read, rko_read, wide_read, reads[4];
 	char *keys;
 
 	diag("what reads cost: one group of two, row keys only");
@@ -1264,6 +1264,29 @@ static void test_cost(void)
 	   (unsigned long long)rko_read, (unsigned long long)wide_read);
 	is_int(full.cells, wide * 100, "keys_only over the wide rows returns every cell");
 	free(keys);
+
+	/* no_fill_cache: what the scan reads is not kept, so reading again costs again */
+	reopen_db();
+	r = read_init();
+	r.families = small;
+	r.nfamilies = 1;
+	r.no_fill_cache = 1;
+	for (int pass = 0; pass < 4; pass++) {
+		if (pass == 2)
+			r.no_fill_cache = 0;
+		before = sst_bytes();
+		free(scan_text("cost", &r, &c));
+		reads[pass] = sst_bytes() - before;
+		is_int(c.rows, rows, pass < 2 ? "a no_fill_cache scan returns every row"
+					      : "a filling scan returns every row");
+	}
+	diag("SSTable bytes read by two no_fill_cache scans %llu, %llu; then two filling "
+	     "scans %llu, %llu", (unsigned long long)reads[0], (unsigned long long)reads[1],
+	     (unsigned long long)reads[2], (unsigned long long)reads[3]);
+	ok(reads[0] > 0 && reads[1] == reads[0],
+	   "no_fill_cache keeps nothing: the second scan reads every block again");
+	ok(reads[2] == reads[0] && reads[3] == 0,
+	   "a filling scan after it finds nothing cached, and keeps what it read");
 }
 
 /*
@@ -2051,7 +2074,7 @@ static void test_model(void)
 
 int main(void)
 {
-	plan(146);
+	plan(152);
 	make_tmpdir("tbl_scan");
 	open_db();
 

@@ -125,7 +125,7 @@ struct tbl_scan {
 	struct buf qual;
 	uint64_t ts_min, ts_max;
 	uint32_t versions, cells_per_row;
-	int keys_only, reverse, row_keys_only;
+	int keys_only, reverse, row_keys_only, no_fill_cache;
 	uint64_t row_limit;
 
 	struct sfam *fams;            /* every family of the table, by id */
@@ -413,6 +413,7 @@ static void open_iterators(struct tbl_scan *s)
 			.upper = s->has_upper ? s->upper.data : NULL,
 			.upper_len = s->has_upper ? s->upper.len : 0,
 			.keys_only = s->keys_only || s->row_keys_only,
+			.no_fill_cache = s->no_fill_cache,
 		};
 
 		s->trees[j].it = kv_iter_new(s->db->kv, &ro);
@@ -494,6 +495,7 @@ static int scan_create(struct tbl_db *db, struct tsch_table *t, const struct tbl
 	s->cells_per_row = r->cells_per_row;
 	s->keys_only = r->keys_only;
 	s->row_keys_only = r->row_keys_only;
+	s->no_fill_cache = r->no_fill_cache;
 	if (!row) {
 		s->reverse = r->reverse;
 		s->row_limit = r->row_limit;
