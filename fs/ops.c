@@ -1405,6 +1405,8 @@ static int scan_advance(struct fs *fs, struct fs_dir *d)
 
 		memset(&r, 0, sizeof(r));
 		r.row_keys_only = 1;
+		/* a listing streams: its blocks pass, the block cache keeps what is hot */
+		r.no_fill_cache = 1;
 		if (d->node->kind == FS_PREFIX) {
 			r.prefix = d->node->row;
 			r.prefix_len = d->node->row_len;

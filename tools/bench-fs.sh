@@ -21,7 +21,9 @@
 #   ls -l        of one family (one directory) of 10,000 cells
 #   10 MiB       write (cp from tmpfs) and cat of one 10 MiB bytes cell
 #   smolfs only: ls of a ROWS-row table (entries/s, and the daemon's peak RSS
-#                before and after: flat memory means the listing streams),
+#                and anonymous RSS before and after: flat anonymous memory
+#                means the listing streams; the data files the engine maps
+#                count in RSS as page-cache pages and are shown apart),
 #                and ls of a 100-row prefix in a 10,000-row and in the
 #                ROWS-row table (the same cost is the goal).
 # passthrough_ll is built from Debian's libfuse3-dev examples
@@ -310,6 +312,7 @@ list_bench() { # list_bench ROWS: ls of the whole table and of a 100-row prefix
 	root=$(tgt_root smolfs)
 	pid=$(daemon_pid)
 	hwm0=$(awk '/^VmHWM/ { print $2 }' "/proc/$pid/status" 2>/dev/null || echo 0)
+	anon0=$(awk '/^RssAnon/ { print $2 }' "/proc/$pid/status" 2>/dev/null || echo 0)
 	# a prefix of 100 rows: row000123xx
 	p=$(printf 'row%06d' $(( $1 / 200 )))
 	for run in $(seq 1 "$runs"); do
@@ -321,7 +324,15 @@ list_bench() { # list_bench ROWS: ls of the whole table and of a 100-row prefix
 		record "ls-$1-rows" smolfs "$(timed ls -f "$root/big")"
 	done
 	hwm1=$(awk '/^VmHWM/ { print $2 }' "/proc/$pid/status" 2>/dev/null || echo 0)
-	echo "peak-rss-kib-$1-rows smolfs before $hwm0 after $hwm1" >>"$W/memory"
+	anon1=$(awk '/^RssAnon/ { print $2 }' "/proc/$pid/status" 2>/dev/null || echo 0)
+	# the data files the engine maps count in VmRSS as file (or, on tmpfs,
+	# shmem) pages: the page cache's, shared, not the daemon's own memory
+	mapped=$(awk '/^Rss(File|Shmem)/ { n += $2 } END { print n + 0 }' "/proc/$pid/status" \
+		2>/dev/null || echo 0)
+	sst=$(du -sk "$W/smolfs.data" | awk '{ print $1 }')
+	echo "peak-rss-kib-$1-rows smolfs before $hwm0 after $hwm1;" \
+		"anonymous before $anon0 after $anon1; mapped files $mapped (data directory $sst)" \
+		>>"$W/memory"
 	unmount_target smolfs
 }
 : >"$W/memory"
