@@ -108,6 +108,7 @@ struct fs {
 	struct fs_empty *empties;   /* empty row and family directories, under lock */
 	struct fs_scratch *scratch; /* files in .families/<fam>/ (ops.c), under lock */
 	struct fs_recent *recent;   /* cells a process made through q@ts (ops.c), under lock */
+	struct fs_empty *emptied;   /* a family an unlink may have emptied (ops.c), under lock */
 	/* invalidations waiting for the notifier thread */
 	pthread_mutex_t nlock;
 	pthread_cond_t ncond;
