@@ -823,6 +823,22 @@ static void fill_entry(struct fs *fs, struct fs_node *n, const struct stat *st,
  * holds FS_NAME_MAX bytes, or into parent).  -ENOENT if no such child can
  * exist at that place, -EINVAL for a malformed escape.
  */
+/*
+ * -ENAMETOOLONG if the key's own name (its escaped form, with "@ts" for an
+ * older version) exceeds NAME_MAX, though the name it was reached by may be
+ * shorter (bytes written plainly that a listing escapes: 86 bytes 0x01 are
+ * a 258-byte name): what cannot be listed is not made either.
+ */
+static int listable(const void *key, size_t len, enum fs_name_kind kind, uint64_t ts)
+{
+	char out[FS_NAME_MAX + 1];
+	size_t n;
+
+	if (kind == FS_NAME_QUALIFIER)
+		return fs_name_version(key, len, ts, out, &n);
+	return fs_name_escape(key, len, kind, 0, out, &n);
+}
+
 static int child_template(const struct fs_node *parent, const char *name, size_t len,
 			  struct fs_node *t, char *scratch)
 {
@@ -866,6 +882,9 @@ static int child_template(const struct fs_node *parent, const char *name, size_t
 		if (parent->kind == FS_PREFIX &&
 		    (klen < parent->row_len || memcmp(scratch, parent->row, parent->row_len)))
 			return -ENOENT;
+		rc = listable(scratch, klen, FS_NAME_ROW, 0);
+		if (rc < 0)
+			return rc;
 		t->kind = FS_ROW;
 		t->row = scratch;
 		t->row_len = klen;
@@ -919,6 +938,8 @@ static int child_template(const struct fs_node *parent, const char *name, size_t
 		if (rc < 0)
 			return rc;
 		rc = fs_name_unescape(name, qn, scratch, &klen);
+		if (rc == 0)
+			rc = listable(scratch, klen, FS_NAME_QUALIFIER, ts);
 		if (rc < 0)
 			return rc;
 		t->kind = FS_CELL;
