@@ -1233,6 +1233,9 @@ static void dent_free(struct dent *d)
 	memset(d, 0, sizeof(*d));
 }
 
+static void stream_pause(struct fs_dir *d);
+static void rowfam_pause(struct fs_dir *d);
+
 static void dir_reset(struct fs_dir *d)
 {
 	size_t i;
@@ -1243,36 +1246,16 @@ static void dir_reset(struct fs_dir *d)
 	d->ents = NULL;
 	d->n = d->pos = 0;
 	d->loaded = 0;
-	if (d->scan)
-		tbl_scan_free(d->scan);
-	d->scan = NULL;
-	free(d->srow);
-	d->srow = NULL;
-	d->sdone = 0;
-	for (i = 0; i < d->ne; i++)
-		free(d->erows[i]);
-	free(d->erows);
-	free(d->elens);
-	d->erows = NULL;
-	d->elens = NULL;
-	d->ne = d->epos = 0;
-	if (d->have_cur)
-		dent_free(&d->cur);
-	d->have_cur = 0;
+	stream_pause(d);   /* a table's scan, its rows, the entry not given */
+	rowfam_pause(d);   /* a family's listing */
 	d->phase = 0;
 	d->next_off = 0;
-	if (d->cols)
-		tbl_columns_free(d->cols);
-	d->cols = NULL;
-	d->cdone = 0;
 	for (i = 0; i < d->nat; i++)
 		free(d->at[i].q);
 	free(d->at);
 	d->at = NULL;
 	d->nat = d->cat = 0;
 	d->at_base = 0;
-	free(d->cur_pos.q);
-	memset(&d->cur_pos, 0, sizeof(d->cur_pos));
 }
 
 /* Fill an entry: name (copied), and what it stands for (keys copied). */
@@ -1521,6 +1504,11 @@ static int scan_advance(struct fs *fs, struct fs_dir *d)
 			r.prefix = d->node->row;
 			r.prefix_len = d->node->row_len;
 		}
+		if (d->nat && d->at[d->nat - 1].q) {   /* resume after the last row given */
+			r.start = d->at[d->nat - 1].q;
+			r.start_len = d->at[d->nat - 1].q_len;
+			r.start_exclusive = 1;
+		}
 		rc = tbl_scan_new(fs->db, d->node->table, &r, &d->scan);
 		if (rc < 0)
 			return rc;
@@ -1553,6 +1541,8 @@ static int key_cmp(const void *a, size_t an, const void *b, size_t bn)
  * ".families" (a table), then its rows in key order, the scan's merged with
  * the empty rows kept in memory.  0 at the end, 1 with an entry.
  */
+static int at_room(struct fs_dir *d);
+
 static int stream_next(struct fs *fs, struct fs_dir *d)
 {
 	const struct fs_node *n = d->node;
@@ -1560,7 +1550,11 @@ static int stream_next(struct fs *fs, struct fs_dir *d)
 	struct stat st;
 	int rc;
 
+	rc = at_room(d);   /* room for the position of this entry once given */
+	if (rc < 0)
+		return rc;
 	memset(&t, 0, sizeof(t));
+	memset(&d->cur_pos, 0, sizeof(d->cur_pos));
 	t.table = n->table;
 	for (;;) {
 		switch (d->phase) {
@@ -1573,6 +1567,7 @@ static int stream_next(struct fs *fs, struct fs_dir *d)
 			d->phase++;
 			if (n->kind == FS_PREFIX && d->phase == 2)
 				d->phase = 3;
+			d->cur_pos.phase = d->phase;
 			goto got;
 		case 2:
 			t.kind = FS_FAMILIES;
@@ -1580,6 +1575,7 @@ static int stream_next(struct fs *fs, struct fs_dir *d)
 			rc = dent_set(&d->cur, ".families", 9, &t);
 			d->cur.st = st;
 			d->phase = 3;
+			d->cur_pos.phase = 3;
 			goto got;
 		case 3: {
 			char name[FS_NAME_MAX + 1];
@@ -1594,12 +1590,16 @@ static int stream_next(struct fs *fs, struct fs_dir *d)
 				rc = fs_empty_rows(fs, n->table, &d->erows, &d->elens, &d->ne);
 				if (rc < 0)
 					return rc;
-				if (n->kind == FS_PREFIX) {   /* keep those under the prefix */
+				{   /* keep those under the prefix, after the resume point */
+					const struct dpos *from = &d->at[d->nat - 1];
 					size_t k = 0;
 
 					for (i = 0; i < d->ne; i++) {
-						if (d->elens[i] >= n->row_len &&
-						    !memcmp(d->erows[i], n->row, n->row_len)) {
+						if ((n->kind != FS_PREFIX ||
+						     (d->elens[i] >= n->row_len &&
+						      !memcmp(d->erows[i], n->row, n->row_len))) &&
+						    (!from->q || key_cmp(d->erows[i], d->elens[i],
+									 from->q, from->q_len) > 0)) {
 							d->erows[k] = d->erows[i];
 							d->elens[k++] = d->elens[i];
 						} else {
@@ -1626,6 +1626,13 @@ static int stream_next(struct fs *fs, struct fs_dir *d)
 				klen = d->elens[d->epos];
 			}
 			rc = fs_name_escape(key, klen, FS_NAME_ROW, 0, name, &len);
+			free(d->cur_pos.q);
+			d->cur_pos.q = malloc(klen ? klen : 1);
+			if (!d->cur_pos.q)
+				return -ENOMEM;
+			memcpy(d->cur_pos.q, key, klen);
+			d->cur_pos.q_len = klen;
+			d->cur_pos.phase = 3;
 			if (rc == 0) {
 				t.kind = FS_ROW;
 				t.row = (void *)key;
@@ -1682,18 +1689,50 @@ static void rowfam_pause(struct fs_dir *d)
 	memset(&d->cur_pos, 0, sizeof(d->cur_pos));
 }
 
-/* Keep only the position at offset off, which at[] holds. */
+/*
+ * Resume at offset off, which at[] holds: the positions after it go (the
+ * entries there are listed again, from the database as it is now); those
+ * before it stay, for a seekdir back to them.
+ */
 static void at_keep(struct fs_dir *d, off_t off)
 {
 	size_t k = (size_t)(off - d->at_base), i;
 
-	for (i = 0; i < d->nat; i++)
-		if (i != k)
-			free(d->at[i].q);
-	d->at[0] = d->at[k];
-	d->nat = 1;
-	d->at_base = off;
+	for (i = k + 1; i < d->nat; i++)
+		free(d->at[i].q);
+	d->nat = k + 1;
 	d->next_off = off;
+}
+
+/*
+ * Room in at[] for the position after the next entry.  At FS_DIR_WINDOW
+ * positions the older half goes: a seekdir further back than that counts
+ * from the start (smolfs(1)), and a handle's memory stays bounded whatever
+ * the directory's size.
+ */
+#define FS_DIR_WINDOW 4096
+static int at_room(struct fs_dir *d)
+{
+	size_t i, drop;
+
+	if (d->nat >= FS_DIR_WINDOW) {
+		drop = d->nat / 2;
+		for (i = 0; i < drop; i++)
+			free(d->at[i].q);
+		memmove(d->at, d->at + drop, (d->nat - drop) * sizeof(*d->at));
+		d->nat -= drop;
+		d->at_base += (off_t)drop;
+	}
+	if (d->nat == d->cat) {
+		size_t nc = d->cat ? d->cat * 2 : 16;
+		struct dpos *v = realloc(d->at, nc * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		d->at = v;
+		d->cat = nc;
+	}
+	return 0;
 }
 
 /*
@@ -1705,22 +1744,16 @@ static void at_keep(struct fs_dir *d, off_t off)
 static int rowfam_next(struct fs *fs, struct fs_dir *d)
 {
 	const struct fs_node *n = d->node;
-	const struct dpos *p = &d->at[d->nat - 1];
+	const struct dpos *p;
 	const struct tbl_column *c;
 	struct fs_node t;
 	struct stat st;
 	int rc;
 
-	if (d->nat == d->cat) {   /* room for the position of this entry once given */
-		size_t nc = d->cat * 2;
-		struct dpos *v = realloc(d->at, nc * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		d->at = v;
-		d->cat = nc;
-		p = &d->at[d->nat - 1];
-	}
+	rc = at_room(d);   /* room for the position of this entry once given */
+	if (rc < 0)
+		return rc;
+	p = &d->at[d->nat - 1];
 	memset(&t, 0, sizeof(t));
 	memset(&d->cur_pos, 0, sizeof(d->cur_pos));
 	if (p->phase < 2) {
@@ -1805,19 +1838,56 @@ static int rowfam_next(struct fs *fs, struct fs_dir *d)
 static int dir_peek(struct fs *fs, struct fs_dir *d, struct dent **out);
 static void dir_consume(struct fs_dir *d);
 
+/* Close a table's scan and drop the entry not given (stream_pause's half). */
+static void stream_pause(struct fs_dir *d)
+{
+	size_t i;
+
+	if (d->scan)
+		tbl_scan_free(d->scan);
+	d->scan = NULL;
+	free(d->srow);
+	d->srow = NULL;
+	d->sdone = 0;
+	for (i = 0; i < d->ne; i++)
+		free(d->erows[i]);
+	free(d->erows);
+	free(d->elens);
+	d->erows = NULL;
+	d->elens = NULL;
+	d->ne = d->epos = 0;
+	if (d->have_cur)
+		dent_free(&d->cur);
+	d->have_cur = 0;
+	free(d->cur_pos.q);
+	memset(&d->cur_pos, 0, sizeof(d->cur_pos));
+}
+
+/* Nothing held between replies: the next one resumes from at[]. */
+static void dir_pause(struct fs_dir *d)
+{
+	if (d->node->kind == FS_ROWFAM)
+		rowfam_pause(d);
+	else
+		stream_pause(d);
+}
+
 /*
- * Place a family listing at offset off: after the entry the last reply gave
- * at that offset (the usual case, including a reply the kernel took only in
- * part), else (a seekdir to an older offset) from the start, counting.
+ * Place a streamed listing (a family of a row, the rows of a table or
+ * prefix) at offset off: after the entry given at that offset, by its key,
+ * if at[] still holds it (the usual case, including a reply the kernel took
+ * only in part, and a seekdir back to any of the last FS_DIR_WINDOW
+ * entries), else from the start, counting.
  */
-static int rowfam_seek(struct fs *fs, struct fs_dir *d, off_t off)
+static int dir_seek(struct fs *fs, struct fs_dir *d, off_t off)
 {
 	struct dent *e;
 	int rc;
 
 	if (off > 0 && d->nat && off >= d->at_base && off < d->at_base + (off_t)d->nat) {
-		rowfam_pause(d);
+		dir_pause(d);
 		at_keep(d, off);
+		d->phase = d->at[d->nat - 1].phase;
 		return 0;
 	}
 	dir_reset(d);
@@ -1831,7 +1901,6 @@ static int rowfam_seek(struct fs *fs, struct fs_dir *d, off_t off)
 		if (rc <= 0)
 			return rc;
 		dir_consume(d);
-		at_keep(d, d->next_off);   /* the listing stays open */
 	}
 	return 0;
 }
@@ -1863,12 +1932,10 @@ static int dir_peek(struct fs *fs, struct fs_dir *d, struct dent **out)
 
 static void dir_consume(struct fs_dir *d)
 {
-	if (d->node->kind == FS_ROWFAM) {   /* rowfam_next made room in at[] */
+	if (d->node->kind == FS_ROWFAM || streamed(d->node->kind)) {
+		/* rowfam_next or stream_next made room in at[] */
 		d->at[d->nat++] = d->cur_pos;
 		memset(&d->cur_pos, 0, sizeof(d->cur_pos));
-		dent_free(&d->cur);
-		d->have_cur = 0;
-	} else if (streamed(d->node->kind)) {
 		dent_free(&d->cur);
 		d->have_cur = 0;
 	} else {
@@ -1928,8 +1995,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (!buf)
 		return reply_err(req, -ENOMEM, "readdir", d->node);
 	pthread_mutex_lock(&d->lock);
-	if (d->node->kind == FS_ROWFAM) {
-		rc = rowfam_seek(fs, d, off);
+	if (d->node->kind == FS_ROWFAM || streamed(d->node->kind)) {
+		rc = dir_seek(fs, d, off);
 		if (rc < 0)
 			goto out;
 		rc = 0;
@@ -1997,8 +2064,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		dir_consume(d);
 	}
 out:
-	if (d->node->kind == FS_ROWFAM)
-		rowfam_pause(d);
+	if (d->node->kind == FS_ROWFAM || streamed(d->node->kind))
+		dir_pause(d);
 	pthread_mutex_unlock(&d->lock);
 	if (rc < 0) {
 		reply_err(req, rc, "readdir", d->node);
