@@ -27,6 +27,10 @@
  *   fs_op utimens PATH SECONDS      atime and mtime to SECONDS
  *   fs_op ino PATH                  st_ino
  *   fs_op dirino DIR NAME           d_ino of NAME in readdir(DIR)
+ *   fs_op openmany DIR N            open DIR/q0..q<N-1> (O_CREAT) all at once, write
+ *                                   each its number, close them all, read each back
+ *   fs_op twowrite PATH A B         two O_TRUNC descriptors on PATH: A written to the
+ *                                   first, B to the second, the second closed first
  */
 #include <dirent.h>
 #include <errno.h>
@@ -171,6 +175,63 @@ static int usage(void)
 	return 2;
 }
 
+/*
+ * n files of one family open at once: each created and written while all
+ * are open, then closed, then read back ("N" in file qN).  The step that
+ * fails is named with its file's number on stderr.
+ */
+static int op_openmany(const char *dir, int n)
+{
+	char path[4096], want[32], got[32];
+	int *fds = calloc((size_t)(n > 0 ? n : 1), sizeof(int));
+	int i, k;
+
+	if (!fds || n <= 0)
+		return usage();
+	for (i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/q%d", dir, i);
+		fds[i] = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fds[i] < 0) {
+			fprintf(stderr, "fs_op: open of file %d of %d\n", i, n);
+			return fail("open");
+		}
+	}
+	for (i = 0; i < n; i++) {
+		k = snprintf(want, sizeof(want), "%d", i);
+		if (write_all(fds[i], want, (size_t)k, 0, 0) < 0) {
+			fprintf(stderr, "fs_op: write of file %d\n", i);
+			return fail("write");
+		}
+	}
+	for (i = 0; i < n; i++)
+		if (close(fds[i]) < 0) {
+			fprintf(stderr, "fs_op: close of file %d\n", i);
+			return fail("close");
+		}
+	free(fds);
+	for (i = 0; i < n; i++) {
+		int fd;
+		ssize_t r;
+
+		snprintf(path, sizeof(path), "%s/q%d", dir, i);
+		fd = open(path, O_RDONLY);
+		if (fd < 0)
+			return fail("open");
+		r = read(fd, got, sizeof(got) - 1);
+		close(fd);
+		if (r < 0)
+			return fail("read");
+		got[r] = '\0';
+		k = snprintf(want, sizeof(want), "%d\n", i);
+		if ((size_t)r != (size_t)k || memcmp(got, want, (size_t)k)) {
+			fprintf(stderr, "fs_op: file %d reads back '%s'\n", i, got);
+			printf("read mismatch\n");
+			return 1;
+		}
+	}
+	return done();
+}
+
 int main(int argc, char **argv)
 {
 	const char *op;
@@ -256,5 +317,20 @@ int main(int argc, char **argv)
 		return op_hold(argv[2], argv[3]);
 	if (strcmp(op, "dirino") == 0 && argc == 4)
 		return op_dirino(argv[2], argv[3]);
+	if (strcmp(op, "openmany") == 0 && argc == 4)
+		return op_openmany(argv[2], atoi(argv[3]));
+	if (strcmp(op, "twowrite") == 0 && argc == 5) {
+		int a = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int b = a < 0 ? -1 : open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		if (a < 0 || b < 0)
+			return fail("open");
+		if (write_all(a, argv[3], strlen(argv[3]), 0, 0) < 0 ||
+		    write_all(b, argv[4], strlen(argv[4]), 0, 0) < 0)
+			return fail("write");
+		if (close(b) < 0 || close(a) < 0)
+			return fail("close");
+		return done();
+	}
 	return usage();
 }
