@@ -2408,15 +2408,15 @@ static int handle_load(struct fs *fs, struct fs_handle *h)
 		return 0;
 	}
 	if (rc == 0) {
-		rc = hbuf_reserve(h, b.len);
-		if (rc == 0) {
-			if (b.len)
-				memcpy(h->data, b.data, b.len);
-			h->len = b.len;
-			h->loaded = 1;
-			if (h->type == CELL_INVALID)
-				h->type = ci.type;
-		}
+		/* the text read becomes the handle's buffer: a large value is not copied again */
+		free(h->data);
+		h->data = b.data;
+		h->cap = b.cap;
+		h->len = b.len;
+		b.data = NULL;
+		h->loaded = 1;
+		if (h->type == CELL_INVALID)
+			h->type = ci.type;
 	}
 	free(b.data);
 	return rc;
