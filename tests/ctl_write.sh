@@ -169,7 +169,8 @@ run -d "$D" set t r1 "n:$longq" 1
 refused 'qualifier of 16385 bytes is longer than the limit of 16384 bytes' \
 	"a qualifier over 16 KiB is refused"
 run -d "$D" --max-value-size 8 set t r1 s:name 'more than eight bytes'
-refused 'table t, row r1, column s:name: ' "a value over --max-value-size is refused"
+refused 'table t, row r1, column s:name: a value of 21 bytes is larger than a cell may hold (8 bytes' \
+	"a value over --max-value-size is refused"
 run -d "$D" get t r1 --column n:miles --versions 1
 out_has ' 1200' "the i64 cell still holds its old value"
 run -d "$D" set --type int t r1 n:miles 1

@@ -2344,6 +2344,7 @@ static int write_command(const struct cmd *c, int argc, char **argv, enum write_
 	int ch, r, matched = 0;
 
 	memset(&w, 0, sizeof(w));
+	memset(&v, 0, sizeof(v));
 	w.kind = kind;
 	w.ts = TBL_TS_NOW;
 	memcpy(mine, lo, nlo * sizeof(*lo));
@@ -2438,17 +2439,25 @@ static int write_command(const struct cmd *c, int argc, char **argv, enum write_
 					 w.expect_bytes.len, &m, 1, NULL, 0, &matched, TBL_SYNC);
 	else
 		r = tbl_mutate_row(db, w.table, row, w.row.len, &m, 1, TBL_SYNC, NULL);
-	if (r == -ERANGE && kind == W_INCREMENT)
+	if (r == -ERANGE && kind == W_INCREMENT) {
 		r = write_refused(&w, "adding %" PRId64 " overflows the cell's type; nothing was "
 				  "changed", w.delta);
-	else if (r < 0)
+	} else if (r == -EFBIG && (kind == W_SET || kind == W_CHECK_AND_SET)) {
+		size_t have = v.type == CELL_STRING || v.type == CELL_BYTES ? v.v.data.len
+									    : w.value.len;
+		size_t limit = max_value_size ? max_value_size : TBL_DEFAULT_MAX_VALUE;
+
+		r = write_refused(&w, "a value of %zu bytes is larger than a cell may hold (%zu "
+				  "bytes; --max-value-size sets it); nothing was changed", have, limit);
+	} else if (r < 0) {
 		r = write_refused(&w, "%s", tbl_strerror(r));
-	else if (kind == W_INCREMENT)
+	} else if (kind == W_INCREMENT) {
 		printf("%" PRId64 "\n", result);
-	else if (kind == W_CHECK_AND_SET && !matched)
+	} else if (kind == W_CHECK_AND_SET && !matched) {
 		r = write_not_set(db, &w);
-	else if ((kind == W_SET || kind == W_CHECK_AND_SET) && w.ts != TBL_TS_NOW)
+	} else if ((kind == W_SET || kind == W_CHECK_AND_SET) && w.ts != TBL_TS_NOW) {
 		warn_if_hidden(db, &w);
+	}
 out:
 	write_args_free(&w);
 	return db_close(db, r);
