@@ -6,7 +6,8 @@
 # the good rows it has read, says which lines are in (1 to L), and exits
 # 130; the database then holds exactly those rows.  To hit the middle of the
 # work on any machine, the process is stopped (SIGSTOP) once it is under
-# way, sent SIGINT, and continued.
+# way (it runs in short slices, stopped between them, until it is), sent
+# SIGINT, and continued.
 # shellcheck source=tests/ctl_lib.sh
 . "$(dirname "$0")/ctl_lib.sh"
 
@@ -32,9 +33,27 @@ wait_for() {
 	return 0
 }
 
-# interrupt PID: stop it, send SIGINT, continue it, and wait: its status in $status
+# step_until PID CONDITION...: let PID run in slices of 20 ms, stopped
+# between them, until the shell condition holds; PID is left stopped, so it
+# cannot finish between the check and the interrupt however busy the machine
+step_until() {
+	_pid=$1
+	shift
+	_i=0
+	kill -STOP "$_pid" 2>/dev/null
+	while ! eval "$*"; do
+		_i=$((_i + 1))
+		[ $_i -gt 3000 ] && return 1
+		kill -CONT "$_pid" 2>/dev/null
+		sleep 0.02
+		kill -STOP "$_pid" 2>/dev/null
+	done
+	return 0
+}
+
+# interrupt PID: send SIGINT to the stopped PID, continue it, and wait: its status in $status
 interrupt() {
-	kill -STOP "$1" && kill -INT "$1" && kill -CONT "$1"
+	kill -INT "$1" && kill -CONT "$1"
 	wait "$1"
 	status=$?
 }
@@ -55,7 +74,7 @@ mkdir "$T/out-dir"
 printf 'the previous backup\n' >"$T/out-dir/backup.jsonl"
 "$SMOLCTL" -d "$D" export -o "$T/out-dir/backup.jsonl" >"$T/out" 2>"$T/err" &
 pid=$!
-wait_for '[ "$(temp_size)" -gt 100000 ]'
+step_until $pid '[ "$(temp_size)" -gt 100000 ]'
 check $? "the export writes a temporary file beside FILE"
 interrupt $pid
 status_is 130 "an interrupted export exits with 130 (128 + SIGINT)"
@@ -77,7 +96,7 @@ check $? "leaving no temporary file"
 echo "# export to standard output, interrupted"
 "$SMOLCTL" -d "$D" export >"$T/stdout.jsonl" 2>"$T/err" &
 pid=$!
-wait_for '[ "$(stat -c %s "$T/stdout.jsonl")" -gt 100000 ]'
+step_until $pid '[ "$(stat -c %s "$T/stdout.jsonl")" -gt 100000 ]'
 interrupt $pid
 status_is 130 "an interrupted export to standard output exits with 130"
 err_has "export interrupted after" "and says so"
@@ -85,7 +104,7 @@ err_has "export interrupted after" "and says so"
 echo "# import from a file, interrupted"
 "$SMOLCTL" -d "$T/db2" import --create "$T/big.jsonl" >"$T/out" 2>"$T/err" &
 pid=$!
-wait_for '[ "$(rchar $pid)" -gt 10000000 ]'
+step_until $pid '[ "$(rchar $pid)" -gt 10000000 ]'
 check $? "the import is under way"
 interrupt $pid
 status_is 130 "an interrupted import exits with 130"
