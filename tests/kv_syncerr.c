@@ -16,7 +16,10 @@
  *     failed log are durable: a power cut right after it keeps all of them.
  *     The fault environment forgets what a failed fsync was to keep even if
  *     a later fsync of the same file succeeds (Linux does), so a retried
- *     fsync of the failed log does not pass here.
+ *     fsync of the failed log does not pass here;
+ *   - the same when the flush that synced write waits for fails too: the
+ *     write fails with the flush's error (it neither waits for ever nor is
+ *     acknowledged), and the next one, once the fault is gone, goes on.
  */
 #include "kv.h"
 #include "env.h"
@@ -401,13 +404,82 @@ static void test_no_hole(void)
 	hole_case("failed fsync of an empty synced batch", LOG_EMPTY_SYNC);
 }
 
+/*
+ * The same, but the flush that the synced write waits for fails too (ops on
+ * files matching match fail until cleared): the synced write must return
+ * that error rather than wait for ever (the alarm bounds the wait) or be
+ * acknowledged; once the fault is gone a synced write goes on, and a power
+ * cut right after it keeps everything acknowledged before it.
+ */
+static void flush_fails_case(const char *what, unsigned ops, const char *match)
+{
+	static int cases;
+	struct kv_env *fe = env_fault_new(env_posix());
+	char *dir = xasprintf("%s/flushfail%d", tmpdir, cases++);
+	char acked[MAXKEYS] = { 0 };
+	struct kv_options o;
+	struct kv_db *db = NULL;
+	int r, k = 0, tries;
+
+	rm_rf(dir);
+	options(&o, fe);
+	env_fault_cut_model(fe, ENV_CUT_DROP, 0);
+	r = kv_open(dir, &o, &db);
+	for (int i = 0; i < 50 && r == 0; i++, k++)
+		if ((r = put_key(db, k, i < 10 ? KV_SYNC : 0)) == 0)
+			acked[k] = 1;
+	env_fault_inject(fe, ENV_OP_SYNC, 0, 1, -EIO, ".log");
+	if (r == 0)
+		r = put_key(db, k++, KV_SYNC) < 0 ? 0 : -EPROTO;
+	is_int(r, 0, "%s: 50 writes, 40 not synced, then a synced write whose log fsync fails",
+	       what);
+	if (r < 0)
+		goto out;
+	env_fault_clear(fe);
+	env_fault_inject(fe, ops, 0, -1, -ENOSPC, match);
+	alarm(300);
+	r = put_key(db, k, KV_SYNC);
+	ok(r < 0 && env_fault_injected(fe) > 0,
+	   "%s: the next synced write, whose flush of the failed log's writes fails, fails (%s)",
+	   what, r ? kv_strerror(r) : "it returned 0");
+	if (r == 0)
+		acked[k] = 1;
+	k++;
+	env_fault_clear(fe);
+	/* the flush's back-off still holds for a while: a later synced write goes on */
+	for (tries = 0; tries < 2000 && (r = put_key(db, k, KV_SYNC)) < 0; tries++)
+		usleep(5000);
+	alarm(0);
+	is_int(r, 0, "%s: once the fault is gone, a synced write is acknowledged (%s)", what,
+	       r ? kv_strerror(r) : "ok");
+	if (r == 0)
+		acked[k] = 1;
+	k++;
+	r = cut_and_check(fe, &db, dir, acked, k, what);
+	is_int(r, 0, "%s: a power cut right after it keeps every write acknowledged before it",
+	       what);
+out:
+	if (db)
+		kv_close(db);
+	env_fault_free(fe);
+	rm_rf(dir);
+	free(dir);
+}
+
+static void test_flush_fails(void)
+{
+	flush_fails_case("table writes fail", ENV_OP_APPEND, ".sst");
+	flush_fails_case("MANIFEST fsyncs fail", ENV_OP_SYNC, "MANIFEST");
+}
+
 int main(void)
 {
-	plan(4 + 3 * 4 + 3 * 4);
+	plan(4 + 3 * 4 + 3 * 4 + 2 * 4);
 	make_tmpdir("syncerr");
 	test_every_fsync();
 	test_manifest_switch();
 	test_no_hole();
+	test_flush_fails();
 	rm_rf(tmpdir);
 	return exit_status();
 }
