@@ -1049,6 +1049,16 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 /* ------------------------------------------------------------ invalidation helpers */
 
 /*
+ * The inode a flush invalidates itself before it replies: the queue leaves it
+ * out.  A queued invalidation that reaches the kernel after close() returned
+ * makes it drop the size of a getattr or short read in flight for that inode
+ * (its attribute version moved), and the old, longer size stays: a fresh read
+ * after a shrinking commit then returned the old length, padded with zeros.
+ */
+static __thread fuse_ino_t inval_sync_ino;
+static __thread int inval_sync_due;   /* inval_one left inval_sync_ino out */
+
+/*
  * The attributes and pages go; a version's name stays in the kernel's cache
  * (its getattr and open answer ENOENT once it is gone, and its unlink
  * succeeds: rm -r removes q, then the q@ts it listed).
@@ -1056,7 +1066,10 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static void inval_one(struct fs *fs, struct fs_node *n, void *arg)
 {
 	n->cached_ts = 0;
-	fs_notify_inode(fs, n->ino);
+	if (n->ino && n->ino == inval_sync_ino)
+		inval_sync_due = 1;
+	else
+		fs_notify_inode(fs, n->ino);
 	(void)arg;
 }
 
@@ -3062,21 +3075,31 @@ static void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	handle_used(h);
 	pthread_mutex_lock(&h->lock);
 	committed = h->committed_ts;
+	if (h->node->kind == FS_CELL)
+		inval_sync_ino = ino;
+	inval_sync_due = 0;
 	rc = handle_commit(fs, h, 0, 0);
-	committed = committed != h->committed_ts;
+	inval_sync_ino = 0;
+	committed = committed != h->committed_ts || inval_sync_due;
 	pthread_mutex_unlock(&h->lock);
-	if (rc < 0)
+	if (rc < 0) {
+		if (inval_sync_due)
+			fs_notify_inode(fs, ino);
 		return reply_err(req, rc, "flush", h->node);
+	}
 	/*
 	 * What the closing process stats next must be the commit: its own
 	 * inode is invalidated before close() returns (the kernel holds no
-	 * lock of it during a flush); its other names follow from the queue.
+	 * lock of it during a flush); its other names follow from the queue,
+	 * which leaves this one out (inval_sync_ino).
 	 */
 	if (committed && h->node->kind == FS_CELL) {
 		rc = fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
-		if (rc < 0 && rc != -ENOENT)
+		if (rc < 0 && rc != -ENOENT) {
 			fuse_log(FUSE_LOG_WARNING, "smolfs: flush %s: invalidation: %s\n",
 				 node_label(h->node), strerror(-rc));
+			fs_notify_inode(fs, ino);   /* late rather than never */
+		}
 	}
 	reply_failed("flush", fuse_reply_err(req, 0));
 }

@@ -12,7 +12,7 @@
 # reader that opened before the writer too; its close shows the new one.
 . "${SMOLFS_SRCDIR:-.}/tests/fs_lib.sh"
 
-plan 19
+plan 26
 
 n=$((200 * ${SMOLFS_TEST_SCALE:-1}))
 fs_mount
@@ -164,6 +164,35 @@ op_is ok "truncate(2) by name with no descriptor open succeeds" truncate c/h/f/x
 file_is c/h/f/x "and commits the empty value at once" <<'EOF'
 
 EOF
+
+# A value made shorter through an open descriptor: after the close, stat and
+# a new descriptor give the new length, not the old one (the kernel keeps the
+# committed size while a writer is open, and the close's commit must reach it).
+sh_run 'mkdir b && mkdir b/.families/d && echo bytes > b/.families/d/type &&
+	mkdir -p b/r/d && printf "0123456789abcdef\n" > b/r/d/x && cat b/r/d/x >/dev/null'
+succeeds "a bytes cell of 17 bytes, read once (in the kernel's page cache)"
+exec 8<b/r/d/x   # a reader holding the cell open across the shrink
+op_is ok "open, ftruncate to 6 and close" ftruncate b/r/d/x 6
+run stat -c %s b/r/d/x
+out_is "stat from another process gives the new size" <<'EOF'
+6
+EOF
+run od -An -c b/r/d/x
+out_is "and a new descriptor reads the 6 bytes" <<'EOF'
+   0   1   2   3   4   5
+EOF
+exec 8<&-
+op_is ok "open, ftruncate to 9 (longer) and close" ftruncate b/r/d/x 9
+run od -An -c b/r/d/x
+out_is "the 6 bytes, then zeros" <<'EOF'
+   0   1   2   3   4   5  \0  \0  \0
+EOF
+# The race that left the old size: the daemon's queued invalidation of a
+# commit reached the kernel while the next stat or read was in flight, and
+# the kernel dropped the size that reply gave.  Many rounds over three cells.
+k=$((10000 * ${SMOLFS_TEST_SCALE:-1}))
+op_is ok "$k values made shorter through a descriptor: stat and a fresh read give each new length" \
+	shrink b/r/d "$k"
 cd / || exit 1
 fs_unmount
 done_testing

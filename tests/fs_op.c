@@ -31,6 +31,12 @@
  *                                   each its number, close them all, read each back
  *   fs_op twowrite PATH A B         two O_TRUNC descriptors on PATH: A written to the
  *                                   first, B to the second, the second closed first
+ *   fs_op ftruncate PATH LENGTH     open(O_WRONLY), ftruncate to LENGTH, close
+ *   fs_op shrink DIR N              N rounds over DIR/s0..s2: write a long value and
+ *                                   close, then shrink it through one descriptor
+ *                                   (ftruncate, or O_TRUNC then write) and close;
+ *                                   after each close stat's size and a fresh read
+ *                                   must give the new length and bytes
  */
 #include <dirent.h>
 #include <errno.h>
@@ -232,6 +238,85 @@ static int op_openmany(const char *dir, int n)
 	return done();
 }
 
+/* stat and a fresh whole read of path give len bytes, each c; else say what they gave */
+static int shrink_check(const char *path, char *buf, size_t cap, size_t len, int c, long round)
+{
+	struct stat st;
+	size_t got = 0, i;
+	ssize_t r;
+	int fd;
+
+	if (stat(path, &st) != 0)
+		return fail("stat");
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return fail("open");
+	while ((r = pread(fd, buf + got, cap - got, (off_t)got)) > 0)
+		got += (size_t)r;
+	close(fd);
+	if (r < 0)
+		return fail("read");
+	for (i = 0; i < got && buf[i] == c; i++)
+		;
+	if ((size_t)st.st_size != len || got != len || i != got) {
+		fprintf(stderr, "fs_op: round %ld: %s: stat %lld, read %zu bytes (byte %zu is "
+			"0x%02x), expected %zu bytes 0x%02x\n", round, path, (long long)st.st_size,
+			got, i, i < got ? (unsigned char)buf[i] : 0, len, c);
+		printf("read mismatch\n");
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * A value made shorter through an open descriptor: after its close, stat and
+ * a new descriptor see the new length, never the old one (nor the new bytes
+ * padded with zeros up to it).  Three cells in turn, so that the daemon's
+ * invalidations of one cell's commit meet the next cell's reads.
+ */
+static int op_shrink(const char *dir, long rounds)
+{
+	static char buf[16384];
+	char path[3][4096];
+	long k;
+	int c;
+
+	if (rounds <= 0)
+		return usage();
+	for (c = 0; c < 3; c++)
+		snprintf(path[c], sizeof(path[c]), "%s/s%d", dir, c);
+	for (k = 0; k < rounds; k++) {
+		size_t big = 6000 + (size_t)(k * 37 % 3000), small = 1100 + (size_t)(k * 53 % 3000);
+		int trunc = k / 3 % 2, fd;
+
+		c = (int)(k % 3);
+		memset(buf, 'a' + (int)(k % 26), big);
+		fd = open(path[c], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0)
+			return fail("open");
+		if (write_all(fd, buf, big, 0, 0) < 0)
+			return fail_close(fd, "write");
+		if (close(fd) != 0)
+			return fail("close");
+		if (shrink_check(path[c], buf, sizeof(buf), big, 'a' + (int)(k % 26), k))
+			return 1;
+		memset(buf, 'A' + (int)(k % 26), small);
+		fd = open(path[c], O_WRONLY | (trunc ? O_TRUNC : 0));
+		if (fd < 0)
+			return fail("open");
+		if (ftruncate(fd, trunc ? 1024 : (off_t)small) != 0)
+			return fail_close(fd, "ftruncate");
+		if (trunc && write_all(fd, buf, small, 0, 1) < 0)
+			return fail_close(fd, "write");
+		if (close(fd) != 0)
+			return fail("close");
+		if (shrink_check(path[c], buf, sizeof(buf), small,
+				 trunc ? 'A' + (int)(k % 26) : 'a' + (int)(k % 26), k))
+			return 1;
+	}
+	return done();
+}
+
 int main(int argc, char **argv)
 {
 	const char *op;
@@ -253,6 +338,17 @@ int main(int argc, char **argv)
 		return op_write(argv[2], O_WRONLY | O_CREAT | O_EXCL, "", 0, 0, 0);
 	if (strcmp(op, "truncate") == 0 && argc == 4)
 		return truncate(argv[2], (off_t)strtoll(argv[3], NULL, 10)) ? fail("truncate") : done();
+	if (strcmp(op, "ftruncate") == 0 && argc == 4) {
+		int fd = open(argv[2], O_WRONLY);
+
+		if (fd < 0)
+			return fail("open");
+		if (ftruncate(fd, (off_t)strtoll(argv[3], NULL, 10)) != 0)
+			return fail_close(fd, "ftruncate");
+		return close(fd) ? fail("close") : done();
+	}
+	if (strcmp(op, "shrink") == 0 && argc == 4)
+		return op_shrink(argv[2], strtol(argv[3], NULL, 10));
 	if (strcmp(op, "mkdir") == 0 && argc == 3)
 		return mkdir(argv[2], 0755) ? fail("mkdir") : done();
 	if (strcmp(op, "rmdir") == 0 && argc == 3)
