@@ -339,6 +339,35 @@ int tbl_convert_cell(struct tbl_db *db, const char *table, const void *row, size
 		     const char *family, const void *qualifier, size_t qualifier_len,
 		     enum cell_type to, unsigned convert_flags, unsigned flags);
 
+/*
+ * tbl_convert_cell of the one visible version at timestamp ts (0 or
+ * TBL_TS_NEWEST: the newest), in place, under the row lock.  -ENOENT if no
+ * visible version has that timestamp.
+ */
+int tbl_convert_version(struct tbl_db *db, const char *table, const void *row, size_t row_len,
+			const char *family, const void *qualifier, size_t qualifier_len,
+			uint64_t ts, enum cell_type to, unsigned flags);
+
+/*
+ * Move one version between the columns of a row, atomically (one batch
+ * under the row lock, as tbl_rename_cell).  The source is the visible
+ * version at from_ts, which alone goes; or, from_ts 0 (or TBL_TS_NEWEST),
+ * the cell's newest visible version, and then every version of the source
+ * goes.  The target is version to_ts of the target column, which takes the
+ * value (type and bytes) and keeps its other versions; or, to_ts 0, the
+ * whole target column, all of whose versions are replaced by the source
+ * version at its own timestamp.  With both 0 it is tbl_rename_cell.
+ * rename_flags: TBL_RENAME_NOREPLACE (-EEXIST if the target version, or for
+ * to_ts 0 the target cell, is visible); an exchange of versions is -EINVAL.
+ * -ENOENT if the source version is not visible or a family is not declared.
+ * Source and target may be one column (a version moved to another
+ * timestamp).  flags: TBL_SYNC.
+ */
+int tbl_rename_version(struct tbl_db *db, const char *table, const void *row, size_t row_len,
+		       const char *from_family, const void *from_q, size_t from_len,
+		       uint64_t from_ts, const char *to_family, const void *to_q, size_t to_len,
+		       uint64_t to_ts, unsigned rename_flags, unsigned flags);
+
 /* One row's mutations, for tbl_write_rows. */
 struct tbl_row_mutations {
 	const void *row;

@@ -3426,120 +3426,32 @@ static void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	reply_failed("unlink", fuse_reply_err(req, 0));
 }
 
-/* Every visible version of a cell (ts 0) or one version, with values: free with tbl_row_free. */
-static int cell_versions(struct fs *fs, const struct fs_node *t, struct tbl_row **out)
-{
-	struct tbl_read r;
-	const char *fams[1] = { t->family };
-	int rc;
-
-	memset(&r, 0, sizeof(r));
-	r.families = fams;
-	r.nfamilies = 1;
-	r.qualifier = t->qual;
-	r.qualifier_len = t->qual_len;
-	r.qualifier_exact = 1;
-	if (t->ts) {
-		r.ts_min = t->ts;
-		r.ts_max = t->ts + 1;
-	}
-	rc = tbl_get_row(fs->db, t->table, t->row, t->row_len, &r, out);
-	if (rc == 0 && (*out)->ncells == 0) {
-		tbl_row_free(*out);
-		*out = NULL;
-		rc = -ENOENT;
-	}
-	return rc;
-}
-
 /*
  * Rename of a cell within its row, as one row mutation:
  *   q -> p       every version of q moves to p, replacing p (all its
  *                versions): tbl_rename_cell, one batch under the row lock;
  *   x -> p@T     x's value (its newest, or the version x names) becomes
  *                version T of p, and x goes;
- *   q@t -> p     that version becomes p (alone), and goes from q.
+ *   q@t -> p     that version becomes p (alone), and goes from q;
+ * the last two are tbl_rename_version, one batch under the row lock too, so
+ * a writer of either cell meanwhile is either before or after the rename.
  * RENAME_NOREPLACE: EEXIST if the target exists.  RENAME_EXCHANGE: the two
  * cells swap every version (newest names only).
  */
 static int rename_cell(struct fs *fs, const struct fs_node *s, const struct fs_node *d,
 		       unsigned flags)
 {
-	struct tbl_row *src = NULL, *dst = NULL;
-	struct tbl_mutation *m = NULL;
-	size_t nm = 0;
-	int rc;
-
 	if (s->qual_len == d->qual_len && !memcmp(s->qual, d->qual, s->qual_len) &&
 	    !strcmp(s->family, d->family))
 		return s->ts == d->ts ? 0 : -EINVAL;   /* a cell's versions among themselves */
 	if ((flags & RENAME_EXCHANGE) && (s->ts || d->ts))
 		return -EINVAL;
-	if (!s->ts && !d->ts)
-		return tbl_rename_cell(fs->db, s->table, s->row, s->row_len, s->family, s->qual,
-				       s->qual_len, d->family, d->qual, d->qual_len,
-				       (flags & RENAME_NOREPLACE ? TBL_RENAME_NOREPLACE : 0) |
-				       (flags & RENAME_EXCHANGE ? TBL_RENAME_EXCHANGE : 0),
-				       fs->cfg.sync ? TBL_SYNC : 0);
-	rc = cell_versions(fs, s, &src);
-	if (rc < 0)
-		return rc;
-	rc = cell_versions(fs, d, &dst);
-	if (rc == -ENOENT) {
-		rc = 0;
-		if (flags & RENAME_EXCHANGE)
-			rc = -ENOENT;
-	} else if (rc == 0 && (flags & RENAME_NOREPLACE)) {
-		rc = -EEXIST;
-	}
-	if (rc < 0)
-		goto out;
-	m = calloc(src->ncells + (dst ? dst->ncells : 0) + 2, sizeof(*m));
-	if (!m) {
-		rc = -ENOMEM;
-		goto out;
-	}
-#define DEL(node, op_)                                                     \
-	do {                                                               \
-		m[nm].op = (node)->ts ? TBL_DELETE_VERSION : (op_);        \
-		m[nm].family = (node)->family;                             \
-		m[nm].qualifier = (node)->qual;                            \
-		m[nm].qualifier_len = (node)->qual_len;                    \
-		m[nm].ts = (node)->ts;                                     \
-		nm++;                                                      \
-	} while (0)
-	if (d->ts) {
-		/* one version of the target: the source's newest (or named) value */
-		DEL(s, TBL_DELETE_CELL);
-		m[nm].op = TBL_SET;
-		m[nm].family = d->family;
-		m[nm].qualifier = d->qual;
-		m[nm].qualifier_len = d->qual_len;
-		m[nm].ts = d->ts;
-		m[nm].value = src->cells[0].value;
-		nm++;
-	} else {
-		/* q@t -> p: that version alone becomes p */
-		DEL(d, TBL_DELETE_CELL);
-		DEL(s, TBL_DELETE_CELL);
-		m[nm].op = TBL_SET;
-		m[nm].family = d->family;
-		m[nm].qualifier = d->qual;
-		m[nm].qualifier_len = d->qual_len;
-		m[nm].ts = src->cells[0].ts;
-		m[nm].value = src->cells[0].value;
-		nm++;
-	}
-#undef DEL
-	rc = tbl_mutate_row(fs->db, s->table, s->row, s->row_len, m, nm,
-			    fs->cfg.sync ? TBL_SYNC : 0, NULL);
-out:
-	free(m);
-	if (src)
-		tbl_row_free(src);
-	if (dst)
-		tbl_row_free(dst);
-	return rc;
+	/* with a version on either side: that version alone moves (table.h) */
+	return tbl_rename_version(fs->db, s->table, s->row, s->row_len, s->family, s->qual,
+				  s->qual_len, s->ts, d->family, d->qual, d->qual_len, d->ts,
+				  (flags & RENAME_NOREPLACE ? TBL_RENAME_NOREPLACE : 0) |
+				  (flags & RENAME_EXCHANGE ? TBL_RENAME_EXCHANGE : 0),
+				  fs->cfg.sync ? TBL_SYNC : 0);
 }
 
 /*
@@ -3853,48 +3765,16 @@ static void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 }
 
 /*
- * Change the type of a cell's newest version (tbl_convert_cell, one batch
- * under the row lock), or of the version named, in place.
+ * Change the type of a cell's newest version, or of the version named, in
+ * place (tbl_convert_version, one batch under the row lock).
  */
 static int convert(struct fs *fs, struct fs_node *n, enum cell_type to)
 {
-	struct tbl_row *row = NULL;
-	struct tbl_mutation m[2];
-	struct buf scratch = BUF_INIT;
-	struct fs_node t = *n;
-	int rc;
+	int rc = tbl_convert_version(fs->db, n->table, n->row, n->row_len, n->family, n->qual,
+				     n->qual_len, n->ts, to, fs->cfg.sync ? TBL_SYNC : 0);
 
-	if (!n->ts) {
-		rc = tbl_convert_cell(fs->db, n->table, n->row, n->row_len, n->family, n->qual,
-				      n->qual_len, to, 0, fs->cfg.sync ? TBL_SYNC : 0);
-		if (rc == 0)
-			inval_cell(fs, n->table, n->row, n->row_len, n->family, n->qual,
-				   n->qual_len);
-		return rc;
-	}
-	rc = cell_versions(fs, &t, &row);
-	if (rc < 0)
-		return rc;
-	if (row->cells[0].value.type == to)
-		goto out;
-	memset(m, 0, sizeof(m));
-	m[0].op = TBL_DELETE_VERSION;
-	m[0].family = n->family;
-	m[0].qualifier = n->qual;
-	m[0].qualifier_len = n->qual_len;
-	m[0].ts = row->cells[0].ts;
-	m[1] = m[0];
-	m[1].op = TBL_SET;
-	rc = cell_convert(&row->cells[0].value, to, &m[1].value, &scratch);
-	if (rc < 0)
-		goto out;
-	rc = tbl_mutate_row(fs->db, n->table, n->row, n->row_len, m, 2,
-			    fs->cfg.sync ? TBL_SYNC : 0, NULL);
 	if (rc == 0)
 		inval_cell(fs, n->table, n->row, n->row_len, n->family, n->qual, n->qual_len);
-out:
-	free(scratch.data);
-	tbl_row_free(row);
 	return rc;
 }
 

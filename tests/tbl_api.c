@@ -902,6 +902,58 @@ static void test_convert(void)
 	       "no family: -ENOENT");
 }
 
+static int rename_version(const char *row, const char *fq, uint64_t fts, const char *tq,
+			  uint64_t tts, unsigned rflags)
+{
+	return tbl_rename_version(db, "m", row, strlen(row), "f", fq, strlen(fq), fts, "f", tq,
+				  strlen(tq), tts, rflags, 0);
+}
+
+static void test_rename_version(void)
+{
+	diag("tbl_rename_version, tbl_convert_version");
+	put("m", "rv", "f", "q", 1, CELL_STRING, "q1");
+	put("m", "rv", "f", "q", 2, CELL_I64, "2");
+	put("m", "rv", "f", "q", 3, CELL_STRING, "q3");
+	put("m", "rv", "f", "p", 7, CELL_STRING, "p7");
+	put("m", "rv", "f", "p", 8, CELL_STRING, "p8");
+	is_int(rename_version("rv", "q", 2, "p", 0, TBL_RENAME_NOREPLACE), -EEXIST,
+	       "a version onto an existing cell with no-replace: -EEXIST");
+	is_int(rename_version("rv", "q", 2, "p", 0, 0), 0, "version 2 of q becomes the cell p");
+	is_str(versions_of("rv", "f", "p"), "2=i64:2",
+	       "p holds that version alone, with its timestamp and type");
+	is_str(versions_of("rv", "f", "q"), "3=string:q3,1=string:q1", "q lost that version only");
+	is_int(rename_version("rv", "q", 0, "p", 5, 0), 0, "the cell q becomes version 5 of p");
+	is_str(versions_of("rv", "f", "p"), "5=string:q3,2=i64:2",
+	       "p has q's newest value at 5 and keeps its other version");
+	is_str(versions_of("rv", "f", "q"), "", "every version of q went");
+	is_int(rename_version("rv", "p", 2, "p", 9, 0), 0, "a version moved within its cell");
+	is_str(versions_of("rv", "f", "p"), "9=i64:2,5=string:q3", "to its new timestamp");
+	is_int(rename_version("rv", "p", 9, "x", 5, TBL_RENAME_NOREPLACE), 0,
+	       "no-replace onto an absent version");
+	is_int(rename_version("rv", "p", 5, "x", 5, TBL_RENAME_NOREPLACE), -EEXIST,
+	       "and onto that version now: -EEXIST");
+	is_str(versions_of("rv", "f", "x"), "5=i64:2", "x has the moved version");
+	is_int(rename_version("rv", "p", 4, "x", 0, 0), -ENOENT, "no such version: -ENOENT");
+	is_int(rename_version("rv", "p", 5, "x", 0, TBL_RENAME_EXCHANGE), -EINVAL,
+	       "an exchange of versions: -EINVAL");
+	is_int(rename_version("rv", "p", 0, "x", TBL_TS_NOW, 0), -EINVAL,
+	       "to the time of the call: -EINVAL");
+	is_str(versions_of("rv", "f", "p"), "5=string:q3", "after these errors p is unchanged");
+	put("m", "rv", "f", "n", 1, CELL_STRING, " 12\n");
+	put("m", "rv", "f", "n", 2, CELL_STRING, "abc");
+	is_int(tbl_convert_version(db, "m", "rv", 2, "f", "n", 1, 1, CELL_I64, 0), 0,
+	       "convert the older version to i64");
+	is_str(versions_of("rv", "f", "n"), "2=string:abc,1=i64:12", "that version alone changed");
+	is_int(tbl_convert_version(db, "m", "rv", 2, "f", "n", 1, 2, CELL_I64, 0), -EINVAL,
+	       "a version that does not convert: -EINVAL");
+	is_int(tbl_convert_version(db, "m", "rv", 2, "f", "n", 1, 3, CELL_I64, 0), -ENOENT,
+	       "no version at that timestamp: -ENOENT");
+	is_int(tbl_convert_version(db, "m", "rv", 2, "f", "n", 1, 0, CELL_BYTES, 0), 0,
+	       "timestamp 0: the newest");
+	is_str(versions_of("rv", "f", "n"), "2=bytes:abc,1=i64:12", "converted");
+}
+
 /* ------------------------------------------------------------ scans resumed exactly */
 
 static char *scan_keys(const char *table, const void *start, size_t start_len, int excl,
@@ -1387,7 +1439,7 @@ static void test_listing_cost(void)
 
 int main(void)
 {
-	plan(292);
+	plan(314);
 	make_tmpdir();
 	db = open_db("db", NULL);
 	test_cells();
@@ -1397,6 +1449,7 @@ int main(void)
 	test_start_exclusive();
 	test_rename();
 	test_convert();
+	test_rename_version();
 	test_ids();
 	test_sync();
 	test_validators();

@@ -1205,14 +1205,113 @@ out:
 }
 
 /*
+ * One version moved (tbl_rename_version): one batch, under the row lock,
+ * read and written as tbl_rename_cell's.  The deletes come first (the
+ * target's column or nothing, then the source's column or version), the put
+ * last, so that it is the newest mutation of its key even when source and
+ * target are one column.
+ */
+int tbl_rename_version(struct tbl_db *db, const char *table, const void *row, size_t row_len,
+		       const char *from_family, const void *from_q, size_t from_len,
+		       uint64_t from_ts, const char *to_family, const void *to_q, size_t to_len,
+		       uint64_t to_ts, unsigned rename_flags, unsigned flags)
+{
+	struct slice fq = slice_make(from_q, from_len), tq = slice_make(to_q, to_len);
+	struct colvers src = { 0 }, dst = { 0 };
+	struct tsch_family *ff, *tf;
+	struct kv_batch *b = NULL;
+	pthread_mutex_t *mu;
+	char qt[SHOW_BUF], qt2[SHOW_BUF];
+	size_t si = 0, di;
+	struct mut c;
+	int r;
+
+	if (from_ts == TBL_TS_NEWEST)
+		from_ts = 0;
+	if (!from_ts && !to_ts)
+		return tbl_rename_cell(db, table, row, row_len, from_family, from_q, from_len,
+				       to_family, to_q, to_len, rename_flags, flags);
+	r = begin(&c, db, table, slice_make(row, row_len), flags, &mu);
+	if (r)
+		return r;
+	if (rename_flags & ~TBL_RENAME_NOREPLACE) {
+		r = ERR_SET(-EINVAL, "table %s, row \"%s\": rename flags %#x: unknown, or an "
+			     "exchange of versions", c.t->name, c.row_text, rename_flags);
+		goto out;
+	}
+	if (to_ts == TBL_TS_NOW) {
+		r = ERR_SET(-EINVAL, "table %s, row \"%s\": renaming to a version needs its "
+			     "timestamp", c.t->name, c.row_text);
+		goto out;
+	}
+	r = rmw_column(&c, from_family, fq, &ff);
+	if (r == 0)
+		r = rmw_column(&c, to_family, tq, &tf);
+	if (r == 0)
+		r = read_versions(&c, ff, fq, &src);
+	if (r == 0)
+		r = read_versions(&c, tf, tq, &dst);
+	if (r)
+		goto out;
+	while (from_ts && si < src.n && src.ts[si] != from_ts)
+		si++;
+	if (si == src.n) {
+		r = ERR_SET(-ENOENT, "table %s, row \"%s\", column %s:%s: no such %s to rename",
+			     c.t->name, c.row_text, ff->name, show(qt, fq),
+			     from_ts ? "visible version" : "cell");
+		goto out;
+	}
+	for (di = 0; to_ts && di < dst.n && dst.ts[di] != to_ts; di++)
+		;
+	if ((rename_flags & TBL_RENAME_NOREPLACE) && (to_ts ? di < dst.n : dst.n > 0)) {
+		r = ERR_SET(-EEXIST, "table %s, row \"%s\", column %s:%s: exists (renaming %s:%s "
+			     "without replacing)", c.t->name, c.row_text, tf->name, show(qt, tq),
+			     ff->name, show(qt2, fq));
+		goto out;
+	}
+	b = kv_batch_new();
+	if (!to_ts)
+		r = add_delete_column(&c, b, tf, tq, &dst);
+	if (r == 0 && !from_ts) {
+		r = add_delete_column(&c, b, ff, fq, &src);
+	} else if (r == 0) {
+		buf_clear(&c.key);
+		tkey_encode(&c.key, c.t->id, c.row, ff->id, fq, from_ts);
+		r = add_delete(&c, b, tsch_group_tree(ff->group));
+	}
+	if (r == 0) {
+		struct slice val = colvers_value(&src, si);
+
+		buf_clear(&c.key);
+		tkey_encode(&c.key, c.t->id, c.row, tf->id, tq, to_ts ? to_ts : src.ts[si]);
+		r = batch_err(&c, kv_batch_put_tree(b, tsch_group_tree(tf->group), c.key.data,
+						    c.key.len, val.data, val.len));
+	}
+	if (r == 0) {
+		r = kv_write(db->kv, b, (flags & TBL_SYNC) ? KV_SYNC : 0);
+		if (r)
+			r = in_context(r, "table %s, row \"%s\": renaming a version of %s:%s to "
+				       "%s:%s", c.t->name, c.row_text, ff->name, show(qt, fq),
+				       tf->name, show(qt2, tq));
+	}
+out:
+	kv_batch_free(b);
+	colvers_free(&src);
+	colvers_free(&dst);
+	end(&c, mu);
+	return r;
+}
+
+/*
  * Each version converted is written again under its own key (same
  * timestamp), which replaces it: one batch, under the row lock.  All are
  * converted before anything is added, so a refusal leaves the cell as it
  * was.  A version already of type `to` is not rewritten.
  */
-int tbl_convert_cell(struct tbl_db *db, const char *table, const void *row, size_t row_len,
-		     const char *family, const void *qualifier, size_t qualifier_len,
-		     enum cell_type to, unsigned convert_flags, unsigned flags)
+static int convert_column(struct tbl_db *db, const char *table, const void *row,
+			  size_t row_len, const char *family, const void *qualifier,
+			  size_t qualifier_len, uint64_t ts, enum cell_type to,
+			  unsigned convert_flags, unsigned flags)
 {
 	struct slice q = slice_make(qualifier, qualifier_len);
 	struct buf scratch = BUF_INIT, enc = BUF_INIT, text = BUF_INIT;
@@ -1221,7 +1320,7 @@ int tbl_convert_cell(struct tbl_db *db, const char *table, const void *row, size
 	struct tsch_family *f;
 	pthread_mutex_t *mu;
 	char qt[SHOW_BUF], vt[SHOW_BUF];
-	size_t n, *eoff = NULL, *elen = NULL;
+	size_t n, first = 0, *eoff = NULL, *elen = NULL;
 	struct mut c;
 	int r;
 
@@ -1250,10 +1349,21 @@ int tbl_convert_cell(struct tbl_db *db, const char *table, const void *row, size
 		goto out;
 	}
 	n = (convert_flags & TBL_CONVERT_ALL_VERSIONS) ? v.n : 1;
+	if (ts) {   /* one version, by its timestamp */
+		while (first < v.n && v.ts[first] != ts)
+			first++;
+		if (first == v.n) {
+			r = ERR_SET(-ENOENT, "table %s, row \"%s\", column %s:%s: no visible "
+				     "version %llu to convert", c.t->name, c.row_text, f->name,
+				     show(qt, q), (unsigned long long)ts);
+			goto out;
+		}
+		n = first + 1;
+	}
 	eoff = xcalloc(n, sizeof(*eoff));
 	elen = xcalloc(n, sizeof(*elen));
 	/* first convert every version: nothing is added unless all convert */
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = first; i < n; i++) {
 		struct cell_value in, out;
 
 		if (cell_decode(colvers_value(&v, i), &in) < 0) {
@@ -1286,7 +1396,7 @@ int tbl_convert_cell(struct tbl_db *db, const char *table, const void *row, size
 		buf_append(&enc, c.val.data, c.val.len);
 	}
 	b = kv_batch_new();
-	for (size_t i = 0; i < n && r == 0; i++) {
+	for (size_t i = first; i < n && r == 0; i++) {
 		if (elen[i] == SIZE_MAX)
 			continue;
 		buf_clear(&c.key);
@@ -1310,4 +1420,23 @@ out:
 	buf_free(&text);
 	end(&c, mu);
 	return r;
+}
+
+int tbl_convert_cell(struct tbl_db *db, const char *table, const void *row, size_t row_len,
+		     const char *family, const void *qualifier, size_t qualifier_len,
+		     enum cell_type to, unsigned convert_flags, unsigned flags)
+{
+	return convert_column(db, table, row, row_len, family, qualifier, qualifier_len, 0, to,
+			      convert_flags, flags);
+}
+
+int tbl_convert_version(struct tbl_db *db, const char *table, const void *row, size_t row_len,
+			const char *family, const void *qualifier, size_t qualifier_len,
+			uint64_t ts, enum cell_type to, unsigned flags)
+{
+	if (ts == 0 || ts == TBL_TS_NEWEST)
+		return convert_column(db, table, row, row_len, family, qualifier, qualifier_len,
+				      0, to, 0, flags);
+	return convert_column(db, table, row, row_len, family, qualifier, qualifier_len, ts, to,
+			      0, flags);
 }
