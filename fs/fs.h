@@ -40,6 +40,8 @@ enum fs_kind {
 	FS_ROWFAM,          /* <row>/<fam>/ */
 	FS_CELL,            /* <row>/<fam>/<q> or <q>@<ts> */
 	FS_TEMP,            /* <row>/<fam>/.<name>: a tool's temporary file, in memory */
+	FS_SMOLFS,          /* MOUNT/.smolfs/ (not listed in the root) */
+	FS_STATS,           /* MOUNT/.smolfs/stats: the engine's statistics, read-only */
 };
 
 /* The settings files of a family, in listing order. */

@@ -653,6 +653,35 @@ void fs_scratch_free(struct fs *fs)
 	}
 }
 
+/* ------------------------------------------------------------ MOUNT/.smolfs/stats */
+
+/*
+ * The engine's statistics as text: kv_property "stats" (files and bytes per
+ * level of every tree, log and flush bytes, compactions, cache hit rate,
+ * stalls), then the counters it gives as rates.  *text is malloc'd.
+ */
+static int stats_text(struct fs *fs, char **text, size_t *len)
+{
+	char *engine = kv_property(tbl_kv(fs->db), "stats");
+	struct kv_stats ks;
+	char *out = NULL;
+	int n;
+
+	if (!engine)
+		return -ENOMEM;
+	kv_get_stats(tbl_kv(fs->db), &ks);
+	n = asprintf(&out, "%sdisk bytes %llu\nblock cache hits %llu\nblock cache misses %llu\n",
+		     engine, (unsigned long long)ks.disk_bytes,
+		     (unsigned long long)ks.block_cache_hits,
+		     (unsigned long long)ks.block_cache_misses);
+	free(engine);
+	if (n < 0)
+		return -ENOMEM;
+	*text = out;
+	*len = (size_t)n;
+	return 0;
+}
+
 /* ------------------------------------------------------------ attributes */
 
 static void ts_to_timespec(uint64_t ts, struct timespec *t)
@@ -723,6 +752,20 @@ static int node_stat(struct fs *fs, const struct fs_node *n, uint64_t ino, struc
 	int rc;
 
 	switch (n->kind) {
+	case FS_SMOLFS:
+		fill_dir(fs, ino, st);
+		return 0;
+	case FS_STATS: {
+		char *stext;
+
+		rc = stats_text(fs, &stext, &len);
+		if (rc < 0)
+			return rc;
+		free(stext);
+		fill_file(fs, ino, len, 0, st);
+		st->st_mode = S_IFREG | 0444;
+		return 0;
+	}
 	case FS_ROOT:
 	case FS_PREFIXES:
 	case FS_PREFIX:
@@ -854,7 +897,20 @@ static int child_template(const struct fs_node *parent, const char *name, size_t
 	if (len > FS_NAME_MAX)
 		return -ENAMETOOLONG;
 	switch (parent->kind) {
+	case FS_SMOLFS:
+		if (len != 5 || memcmp(name, "stats", 5))
+			return -ENOENT;
+		t->kind = FS_STATS;
+		return 0;
+	case FS_STATS:
+		return -ENOTDIR;
 	case FS_ROOT:
+		if (len == 7 && !memcmp(name, ".smolfs", 7)) {   /* found by name, not listed */
+			t->kind = FS_SMOLFS;
+			t->table = NULL;
+			t->row = NULL;
+			return 0;
+		}
 		if (len > TBL_MAX_NAME || memchr(name, '\0', len))
 			return -ENOENT;
 		memcpy(scratch, name, len);
@@ -957,7 +1013,7 @@ static int child_template(const struct fs_node *parent, const char *name, size_t
 
 static int is_dir_kind(enum fs_kind k)
 {
-	return k != FS_CELL && k != FS_FAMATTR && k != FS_TEMP;
+	return k != FS_CELL && k != FS_FAMATTR && k != FS_TEMP && k != FS_STATS;
 }
 
 /* ------------------------------------------------------------ lookup, forget, getattr */
@@ -1081,6 +1137,28 @@ static void inval_cell(struct fs *fs, const char *table, const void *row, size_t
 		       const char *family, const void *q, size_t qlen)
 {
 	fs_each_node(fs, FS_CELL, table, family, row, row_len, q, qlen, inval_one, NULL);
+}
+
+/*
+ * A commit, a conversion or a rename may hide older versions (max_versions),
+ * or a change of max_versions or ttl: the names of the cell's versions
+ * (q@ts) that the kernel holds go too, so that a stat of one that went
+ * finds it absent by lookup, and writing it by name again creates it (a
+ * stale positive entry would send an open that can only fail ENOENT).
+ * Unlink does not drop them (inval_one says why).
+ */
+static void inval_version_one(struct fs *fs, struct fs_node *n, void *arg)
+{
+	/* the flushing name itself holds the version just written: inval_one */
+	if (n->ts && !n->detached && !(n->ino && n->ino == inval_sync_ino))
+		fs_notify_entry(fs, n->parent, n->name, n->name_len);
+	inval_one(fs, n, arg);
+}
+
+static void inval_versions(struct fs *fs, const char *table, const void *row, size_t row_len,
+			   const char *family, const void *q, size_t qlen)
+{
+	fs_each_node(fs, FS_CELL, table, family, row, row_len, q, qlen, inval_version_one, NULL);
 }
 
 static void inval_entry_one(struct fs *fs, struct fs_node *n, void *arg)
@@ -1480,6 +1558,10 @@ static int dir_load(struct fs *fs, struct fs_dir *d)
 		break;
 	case FS_PREFIXES:
 		break;   /* lists nothing: find, du and rsync never walk a table twice */
+	case FS_SMOLFS:
+		t.kind = FS_STATS;
+		rc = push_child(fs, d, &cap, "stats", 5, &t, 1);
+		break;
 	case FS_ROW:
 		rc = load_row(fs, d, &cap);
 		break;
@@ -2315,6 +2397,7 @@ static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	case FS_PREFIXES:
 	case FS_PREFIX:
+	case FS_SMOLFS:
 		rc = -EPERM;
 		break;
 	default:
@@ -2390,6 +2473,19 @@ static int handle_load(struct fs *fs, struct fs_handle *h)
 
 		rc = n->kind == FS_TEMP ? temp_get(fs, n, n->name, &data, &len)
 					: scratch_get(fs, n->table, n->family, n->name, &data, &len);
+		if (rc < 0)
+			return rc;
+		free(h->data);
+		h->data = data;
+		h->len = h->cap = len;
+		h->loaded = 1;
+		return 0;
+	}
+	if (n->kind == FS_STATS) {
+		char *data;
+		size_t len;
+
+		rc = stats_text(fs, &data, &len);
 		if (rc < 0)
 			return rc;
 		free(h->data);
@@ -2525,7 +2621,7 @@ static int handle_commit(struct fs *fs, struct fs_handle *h, unsigned flags, int
 			h->loaded = 0;
 			if (n->attr == FS_ATTR_MAX_VERSIONS || n->attr == FS_ATTR_TTL)
 				fs_each_node(fs, FS_CELL, n->table, n->family, NULL, 0, NULL, 0,
-					     inval_one, NULL);
+					     inval_version_one, NULL);
 			fuse_lowlevel_notify_inval_inode(fs->se, n->ino, 0, 0);
 		}
 		return rc;
@@ -2589,7 +2685,7 @@ static int handle_commit(struct fs *fs, struct fs_handle *h, unsigned flags, int
 	pthread_mutex_lock(&fs->lock);
 	n->cached_ts = 0;
 	pthread_mutex_unlock(&fs->lock);
-	inval_cell(fs, n->table, n->row, n->row_len, n->family, n->qual, n->qual_len);
+	inval_versions(fs, n->table, n->row, n->row_len, n->family, n->qual, n->qual_len);
 	return 0;
 }
 
@@ -2730,6 +2826,8 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return reply_err(req, -EISDIR, "open", n);
 	if (fs->cfg.ro && (fi->flags & O_ACCMODE) != O_RDONLY)
 		return reply_err(req, -EROFS, "open", n);
+	if (n->kind == FS_STATS && (fi->flags & O_ACCMODE) != O_RDONLY)
+		return reply_err(req, -EACCES, "open", n);
 	rc = open_handle(fs, n, fi->flags, 0, &h);
 	if (rc == -ENOENT && (n->dirty_open || n->pending))
 		rc = open_handle(fs, n, fi->flags, 1, &h);   /* created, not committed yet */
@@ -2775,6 +2873,8 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	n->cached_ts = shown;
 	pthread_mutex_unlock(&fs->lock);
+	if (n->kind == FS_STATS)
+		fi->direct_io = 1;   /* made at the first read: its size may differ from stat's */
 	if (!h->writable)
 		fi->noflush = 1;   /* nothing to commit at close */
 	else if (n->kind == FS_CELL)
@@ -3187,7 +3287,7 @@ static int restamp(struct fs *fs, struct fs_node *n, uint64_t ts)
 	rc = tbl_mutate_row(fs->db, n->table, n->row, n->row_len, m, 3,
 			    fs->cfg.sync ? TBL_SYNC : 0, NULL);
 	if (rc == 0)
-		inval_cell(fs, n->table, n->row, n->row_len, n->family, n->qual, n->qual_len);
+		inval_versions(fs, n->table, n->row, n->row_len, n->family, n->qual, n->qual_len);
 out:
 	free(text.data);
 	return rc;
@@ -3279,6 +3379,10 @@ static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 
 		if (is_dir_kind(n->kind)) {
 			rc = -EISDIR;
+			goto out;
+		}
+		if (n->kind == FS_STATS) {
+			rc = -EACCES;
 			goto out;
 		}
 		if (attr->st_size < 0 || size > max_text(fs)) {
@@ -3573,7 +3677,8 @@ static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 		if (d.attr != FS_ATTR_SCRATCH)
 			scratch_remove(fs, d.table, d.family, d.name);   /* unhidden */
 		fs_node_renamed(fs, parent, name, newparent, newname, &s, &d, 0);
-		fs_each_node(fs, FS_CELL, d.table, d.family, NULL, 0, NULL, 0, inval_one, NULL);
+		fs_each_node(fs, FS_CELL, d.table, d.family, NULL, 0, NULL, 0, inval_version_one,
+			     NULL);
 		return reply_failed("rename", fuse_reply_err(req, 0));
 	}
 	if (s.kind == FS_TEMP && (d.kind == FS_CELL || d.kind == FS_TEMP) &&
@@ -3584,7 +3689,7 @@ static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 			return reply_err(req, rc, "rename", p);
 		if (d.kind == FS_CELL) {
 			fs_empty_remove(fs, d.table, d.row, d.row_len, d.family);
-			inval_cell(fs, d.table, d.row, d.row_len, d.family, d.qual, d.qual_len);
+			inval_versions(fs, d.table, d.row, d.row_len, d.family, d.qual, d.qual_len);
 		}
 		fs_node_renamed(fs, parent, name, newparent, newname, &s, &d, 0);
 		return reply_failed("rename", fuse_reply_err(req, 0));
@@ -3600,8 +3705,8 @@ static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	keep_dirs(fs, s.table, s.row, s.row_len, s.family);
 	fs_node_renamed(fs, parent, name, newparent, newname, &s, &d,
 			!!(flags & RENAME_EXCHANGE));
-	inval_cell(fs, s.table, s.row, s.row_len, s.family, s.qual, s.qual_len);
-	inval_cell(fs, d.table, d.row, d.row_len, d.family, d.qual, d.qual_len);
+	inval_versions(fs, s.table, s.row, s.row_len, s.family, s.qual, s.qual_len);
+	inval_versions(fs, d.table, d.row, d.row_len, d.family, d.qual, d.qual_len);
 	reply_failed("rename", fuse_reply_err(req, 0));
 }
 
@@ -3824,17 +3929,23 @@ static void fs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 		  "removexattr", n);
 }
 
+/*
+ * Block size, total, free and available blocks are those of the filesystem
+ * holding the data directory: what df must show for a write to know if it
+ * fits (the engine's files are all there).  A cell takes no inode, so the
+ * file counts are that filesystem's too (its inodes bound the engine's
+ * files), at least 1 total where it reports none.  Names: 255 bytes.
+ */
 static void fs_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	struct statvfs sv;
-	struct kv_stats ks;
-	struct fs *fs = req_fs(req);
 
+	(void)ino;
 	if (statvfs(fs_datadir, &sv) < 0)
 		return reply_err(req, -errno, "statfs", NULL);
-	kv_get_stats(tbl_kv(fs->db), &ks);
 	sv.f_namemax = FS_NAME_MAX;
-	sv.f_files = sv.f_files ? sv.f_files : 1;
+	if (sv.f_files == 0)
+		sv.f_files = 1;
 	reply_failed("statfs", fuse_reply_statfs(req, &sv));
 }
 
