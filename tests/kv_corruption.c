@@ -662,15 +662,20 @@ static void noop_report(void *arg, const char *file, uint64_t off, const char *m
 	(void)arg; (void)file; (void)off; (void)msg;
 }
 
-static void test_fuzz(uint64_t seed)
+/*
+ * The fuzz trials: with each seed (the fixed one, then a quarter as many
+ * with the one drawn for this run), one small database damaged in random
+ * bytes of random files, picked in proportion to their sizes.
+ */
+static void test_fuzz(const uint64_t *seeds, int nseeds)
 {
 	char *pristine = xasprintf("%s/fuzz-pristine", tmpdir);
-	int trials = (int)(200 * test_scale() + 0.5), r;
+	int trials = (int)(200 * test_scale() + 0.5), r, s = 0, end = trials;
 	/* read right, read -EUCLEAN, open -EUCLEAN, open -ENOENT, last log record lost */
 	int outcome[5] = { 0 };
 	char **names = NULL;
 	size_t nnames = 0;
-	uint64_t rs = seed, total = 0;
+	uint64_t rs = seeds[0], total = 0;
 
 	r = make_fuzz_db(pristine);
 	if (!is_int(r, 0, "fuzz: build a small database")) {
@@ -718,7 +723,14 @@ static void test_fuzz(uint64_t seed)
 
 	for (size_t i = 0; i < nnames; i++)
 		total += size_of(pristine, names[i]);
-	for (int t = 0; t < trials; t++) {
+	for (int t = 0; ; t++) {
+		if (t == end) {
+			/* the next seed's trials, numbered on */
+			if (++s == nseeds)
+				break;
+			rs = seeds[s];
+			end += (trials + 3) / 4;
+		}
 		char *dir = xasprintf("%s/fuzz-%d", tmpdir, t);
 		/*
 		 * A file is picked with a chance in proportion to its size, so the
@@ -797,21 +809,20 @@ out:
 
 int main(void)
 {
-	const char *seed_env = getenv("SMOLFS_TEST_SEED");
-	uint64_t seed = seed_env ? strtoull(seed_env, NULL, 0) : 0xc0ffee11ull;
+	uint64_t seeds[2] = { 0, 0 };
+	int nseeds = test_seeds(0xc0ffee11ull, seeds);
 	uint64_t t0 = now_micros();
 
 	plan_lazy();
 	/* every assertion outside the randomized trials; each trial plans its own */
 	expect(65);
 	make_tmpdir("kv_corruption");
-	diag("seed %#llx (set SMOLFS_TEST_SEED to repeat), directory %s", (unsigned long long)seed,
-	     tmpdir);
+	diag("directory %s", tmpdir);
 	test_sst_flip(1);
 	test_sst_flip(0);
 	test_log();
 	test_manifest();
-	test_fuzz(seed);
+	test_fuzz(seeds, nseeds);
 	diag("%.1f s", (now_micros() - t0) / 1e6);
 	done_testing();
 	if (exit_status() == 0)

@@ -737,13 +737,19 @@ out:
 	free(dir);
 }
 
+/*
+ * The power-cut and I/O-error trials run with the fixed seed, then with the
+ * seed drawn for this run (a quarter as many trials), or with
+ * SMOLFS_TEST_SEED alone; the kill rounds with the first seed.  Trial
+ * numbers go on across seeds, so each trial has its own directory.
+ */
 int main(void)
 {
-	const char *seed_env = getenv("SMOLFS_TEST_SEED");
-	uint64_t seed = seed_env ? strtoull(seed_env, NULL, 0) : 0xc4a5c4a5ull;
+	uint64_t seeds[2] = { 0, 0 }, seed;
+	int nseeds = test_seeds(0xc4a5c4a5ull, seeds);
 	int trials = (int)(40 * test_scale() + 0.5), io_trials = (int)(20 * test_scale() + 0.5);
 	struct plan *p = xcalloc(1, sizeof(*p));
-	int prefix_stats[2] = { 0, 0 };
+	int prefix_stats[2] = { 0, 0 }, t_cut = 0, t_io = 0;
 	uint64_t t0 = now_micros();
 
 	plan_lazy();
@@ -752,15 +758,21 @@ int main(void)
 	if (io_trials < 1)
 		io_trials = 1;
 	make_tmpdir("kv_crash");
-	diag("seed %#llx (set SMOLFS_TEST_SEED to repeat), %d power-cut trials, %d I/O-error "
-	     "trials, in %s",
-	     (unsigned long long)seed, trials, io_trials, tmpdir);
-	for (int t = 0; t < trials; t++)
-		power_cut_trial(t, seed, p, prefix_stats);
-	diag("power cuts: %d trials kept every acknowledged batch, %d lost unsynced ones; %.1f s",
-	     prefix_stats[0], prefix_stats[1], (now_micros() - t0) / 1e6);
-	for (int t = 0; t < io_trials; t++)
-		io_error_trial(t, seed, p);
+	seed = seeds[0];
+	diag("%d power-cut trials, %d I/O-error trials per seed (a quarter for the second), in %s",
+	     trials, io_trials, tmpdir);
+	for (int s = 0; s < nseeds; s++) {
+		int n = s == 0 ? trials : (trials + 3) / 4;
+		int n_io = s == 0 ? io_trials : (io_trials + 3) / 4;
+
+		for (int t = 0; t < n; t++)
+			power_cut_trial(t_cut++, seeds[s], p, prefix_stats);
+		diag("power cuts (seed %#llx): %d trials so far kept every acknowledged batch, %d "
+		     "lost unsynced ones; %.1f s", (unsigned long long)seeds[s], prefix_stats[0],
+		     prefix_stats[1], (now_micros() - t0) / 1e6);
+		for (int t = 0; t < n_io; t++)
+			io_error_trial(t_io++, seeds[s], p);
+	}
 	{
 		uint64_t rs = seed ^ 0x5bd1e995ull;
 		int zero_rounds = 0;

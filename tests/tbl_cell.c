@@ -11,6 +11,7 @@
  * SMOLFS_TEST_SEED changes the random cases.
  */
 #include "tap.h"
+#include "testutil.h"
 #include "cell.h"
 #include "util.h"
 
@@ -936,15 +937,16 @@ static void test_increment_append(void)
 	buf_free(&scratch);
 }
 
+/* The assertions of the randomized parts, run again with the seed drawn for this run. */
+#define PLAN_RANDOM 47
+
 int main(void)
 {
-	const char *seed = getenv("SMOLFS_TEST_SEED");
-	uint64_t t0 = now_micros();
+	uint64_t seeds[2] = { 0, 0 }, t0 = now_micros();
+	int nseeds = test_seeds(rng, seeds);
 
-	if (seed)
-		rng = strtoull(seed, NULL, 0);
-	diag("seed %#llx (set SMOLFS_TEST_SEED to repeat)", (unsigned long long)rng);
-	plan(351);
+	rng = seeds[0];
+	plan(351 + (nseeds - 1) * PLAN_RANDOM);
 	test_type_names();
 	test_stored_layout();
 	test_encode_invalid();
@@ -959,6 +961,12 @@ int main(void)
 	test_damaged();
 	test_convert();
 	test_increment_append();
+	if (nseeds > 1) {
+		rng = seeds[1];
+		random_floats(100000, 0);
+		random_floats(100000, 1);
+		test_utf8();
+	}
 	diag("%.2f s", (double)(now_micros() - t0) / 1e6);
 	return exit_status();
 }

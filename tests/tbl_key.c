@@ -10,6 +10,7 @@
  * SMOLFS_TEST_SEED changes the random cases.
  */
 #include "tap.h"
+#include "testutil.h"
 #include "tkey.h"
 
 #include <stdlib.h>
@@ -816,15 +817,16 @@ static void test_malformed(int n)
 	buf_free(&scratch);
 }
 
+/* The assertions of the randomized parts, run again with the seed drawn for this run. */
+#define PLAN_RANDOM 22
+
 int main(void)
 {
-	const char *seed = getenv("SMOLFS_TEST_SEED");
-	uint64_t t0 = now_micros();
+	uint64_t seeds[2] = { 0, 0 }, t0 = now_micros();
+	int nseeds = test_seeds(rng, seeds);
 
-	if (seed)
-		rng = strtoull(seed, NULL, 0);
-	diag("seed %#llx (set SMOLFS_TEST_SEED to repeat)", (unsigned long long)rng);
-	plan(53);
+	rng = seeds[0];
+	plan(53 + (nseeds - 1) * PLAN_RANDOM);
 	test_layout();
 	test_successor();
 	test_roundtrip(20000);
@@ -837,6 +839,12 @@ int main(void)
 	test_row_range_scan();
 	test_prefix_scan();
 	test_malformed(500);
+	if (nseeds > 1) {
+		rng = seeds[1];
+		test_roundtrip(20000);
+		test_order_random(50000);
+		test_malformed(500);
+	}
 	diag("%.2f s", (double)(now_micros() - t0) / 1e6);
 	return exit_status();
 }

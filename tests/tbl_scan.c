@@ -1682,6 +1682,7 @@ struct mcell {
 	struct buf stored;   /* the encoded value */
 };
 
+static const char *m_table = "model";   /* the table test_model writes */
 static struct mcell *mcells;
 static size_t nmcells;
 static uint64_t m_now;
@@ -1715,7 +1716,7 @@ static void model_put(int row, int fam, int qual, uint64_t ts, const struct cell
 	}
 	buf_clear(&c->stored);
 	cell_encode(&c->stored, v);
-	raw_put("model", m_rows[row].p, m_rows[row].n, mfams[fam].name, m_quals[qual].p,
+	raw_put(m_table, m_rows[row].p, m_rows[row].n, mfams[fam].name, m_quals[qual].p,
 		m_quals[qual].n, ts, v);
 }
 
@@ -1978,7 +1979,7 @@ static void model_round(const char *what, int reads)
 		char *got, *want;
 
 		random_read(&r, fams);
-		got = scan_text("model", &r, &got_c);
+		got = scan_text(m_table, &r, &got_c);
 		want = model_scan(&r, &want_c);
 		if (strcmp(got, want) || got_c.rows != want_c.rows || got_c.cells != want_c.cells) {
 			describe_read(&r);
@@ -2007,7 +2008,7 @@ static void model_round(const char *what, int reads)
 			r.reverse = !r.reverse;
 			r.row_limit = 0;
 			r.row_keys_only = 1;
-			got = row_text("model", m_rows[row].p, m_rows[row].n, &r);
+			got = row_text(m_table, m_rows[row].p, m_rows[row].n, &r);
 			if (strcmp(got, w.data)) {
 				describe_read(&r);
 				diag("row %d: got\n%s\nwant\n%s", row, got, w.data);
@@ -2022,19 +2023,23 @@ static void model_round(const char *what, int reads)
 	   reads, what, (unsigned long long)cells_seen);
 }
 
-static void test_model(void)
+/* The model's run with seed, in a table of its own, at share of the full length. */
+static void test_model(uint64_t seed, const char *table, double share)
 {
-	int reads = (int)(150 * test_scale());
-	int writes = (int)(120 * test_scale());
+	int reads = (int)(150 * test_scale() * share);
+	int writes = (int)(120 * test_scale() * share);
 
-	diag("randomized comparison with a model");
-	if (getenv("SMOLFS_TEST_SEED"))
-		rng = strtoull(getenv("SMOLFS_TEST_SEED"), NULL, 0);
-	diag("seed 0x%llx", (unsigned long long)rng);
-	m_now = wall_micros();
-	mk_table("model");
+	diag("randomized comparison with a model, seed %#llx", (unsigned long long)seed);
+	rng = seed;
+	m_table = table;
+	mcells = NULL;
+	nmcells = 0;
 	for (size_t i = 0; i < NMFAM; i++)
-		mk_family("model", mfams[i].name, mfams[i].group, mfams[i].max_versions,
+		mfams[i].dropped = 0;
+	m_now = wall_micros();
+	mk_table(m_table);
+	for (size_t i = 0; i < NMFAM; i++)
+		mk_family(m_table, mfams[i].name, mfams[i].group, mfams[i].max_versions,
 			  mfams[i].ttl);
 	for (int round = 0; round < 4; round++) {
 		for (int i = 0; i < writes; i++) {
@@ -2066,7 +2071,7 @@ static void test_model(void)
 		if (round == 1) {
 			must(kv_flush(tbl_kv(db)), "flush");
 		} else if (round == 2) {
-			must(tbl_drop_family(db, "model", "gone", 1), "drop gone");
+			must(tbl_drop_family(db, m_table, "gone", 1), "drop gone");
 			mfams[4].dropped = 1;
 		} else if (round == 3) {
 			reopen_db();
@@ -2080,9 +2085,15 @@ static void test_model(void)
 	free(mcells);
 }
 
+/* The assertions of one model run (test_model), made again with the seed drawn for this run. */
+#define PLAN_MODEL 4
+
 int main(void)
 {
-	plan(152);
+	uint64_t seeds[2] = { 0, 0 };
+	int nseeds = test_seeds(rng, seeds);
+
+	plan(152 + (nseeds - 1) * PLAN_MODEL);
 	make_tmpdir("tbl_scan");
 	open_db();
 
@@ -2101,7 +2112,9 @@ int main(void)
 	test_bus();
 	test_sensor();
 	test_with_mutations();
-	test_model();
+	test_model(seeds[0], "model", 1.0);
+	if (nseeds > 1)
+		test_model(seeds[1], "model2", 0.25);
 	test_cost();
 
 	must(tbl_close(db), "close");
