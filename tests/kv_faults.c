@@ -7,6 +7,8 @@
  *     every write;
  *   - a failed directory fsync right after CURRENT is switched leaves the
  *     manifest CURRENT names in place;
+ *   - a disk that stays full sees no writes: a failed flush is retried
+ *     once space came back;
  *   - a first open that dies at any write leaves a directory that opens;
  *   - after a transient error in a flush, a compaction, the log or the
  *     manifest, writes resume without a reopen once the cause is gone, and
@@ -218,6 +220,64 @@ static void test_current_dir_sync(void)
 		is_int(check_keys(db, 0, N), 0, "with every key");
 		kv_close(db);
 	}
+	env_fault_free(fe);
+	rm_rf(dir);
+	free(dir);
+}
+
+/* ---------------------------------------------------------------- item: a disk that stays full */
+
+/*
+ * A flush on a disk with too little room fails with ENOSPC after writing
+ * what fit, and gives it back.  Retrying while the disk stays full would
+ * write the same bytes and fail at the same point, again and again: the
+ * engine retries once space came back, and until then writers get ENOSPC
+ * and the disk sees no writes at all.
+ */
+static void test_full_disk(void)
+{
+	struct kv_env *fe = env_fault_new(env_posix());
+	struct kv_options o;
+	struct kv_db *db = NULL;
+	char *dir = dbpath("full");
+	int r, N = 40000, attempts = 0, refused = 0;
+	uint64_t written, t0;
+
+	small_options(&o, fe);
+	o.write_buffer_size = 4u << 20;   /* only kv_flush flushes */
+	o.l0_compaction_trigger = 100;
+	r = kv_open(dir, &o, &db);
+	for (int i = 0; i < N && r == 0; i++)
+		r = put_key(db, i, 0);
+	is_int(r, 0, "full disk: %d writes", N);
+	if (r < 0)
+		goto out;
+	env_fault_set_space(fe, 160u << 10);   /* more than the table's 64 KiB writes, less than it */
+	r = kv_flush(db);
+	is_int(r, -ENOSPC, "full disk: the flush fails with ENOSPC (%s)", kv_strerror(r));
+	written = env_fault_bytes_written(fe);
+	/* long enough for several retries at the backoff's 10 ms, 20 ms, ... 1 s */
+	for (t0 = now_micros(); now_micros() - t0 < 1500000; attempts++) {
+		r = put_key(db, N + attempts, 0);
+		refused += r == -ENOSPC;
+		usleep(5000);
+	}
+	written = env_fault_bytes_written(fe) - written;
+	ok(written == 0, "while the disk stays full (1.5 s), nothing is written: %llu bytes "
+	   "(a retried flush writes what fits again)", (unsigned long long)written);
+	is_int(refused, attempts, "and each of the %d writes meanwhile fails with ENOSPC", attempts);
+	env_fault_set_space(fe, 64u << 20);
+	r = put_until_ok(db, N, 0);
+	is_int(r, 0, "once space is back, writes resume without a reopen (%s)",
+	       r ? kv_strerror(r) : "ok");
+	r = kv_flush(db);
+	is_int(r, 0, "and the flush goes through (%s)", r ? kv_strerror(r) : "ok");
+	is_int(check_keys(db, 0, N + 1), 0, "with every acknowledged write");
+	is_int(kv_close(db), 0, "full disk: close");
+	db = NULL;
+out:
+	if (db)
+		kv_close(db);
 	env_fault_free(fe);
 	rm_rf(dir);
 	free(dir);
@@ -479,10 +539,11 @@ out:
 
 int main(void)
 {
-	plan(90);
+	plan(98);
 	make_tmpdir("faults");
 	test_failed_flush();
 	test_current_dir_sync();
+	test_full_disk();
 	test_first_open_dies();
 	test_resume();
 	test_modes();

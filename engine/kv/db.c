@@ -129,6 +129,7 @@ int db_error_transient(int err)
 
 #define BG_BACKOFF_MIN 10000u     /* 10 ms */
 #define BG_BACKOFF_MAX 1000000u   /* 1 s */
+#define BG_FULL_RETRY  30000000u  /* 30 s: a full disk's retry even if no space came back */
 
 void db_set_bg_error(struct kv_db *db, int err, const char *what)
 {
@@ -143,13 +144,38 @@ void db_set_bg_error(struct kv_db *db, int err, const char *what)
 	if (db->bg_backoff > BG_BACKOFF_MAX)
 		db->bg_backoff = BG_BACKOFF_MAX;
 	db->bg_retry_at = now_micros() + db->bg_backoff;
+	/* the failed work's output is gone by now: what is free is what it had */
+	db->bg_full = err == -ENOSPC && env_free_space(db->env, db->dir, &db->bg_full_free) == 0;
+	db->bg_full_at = now_micros();
+}
+
+/*
+ * 1 while the disk that failed with ENOSPC has no more free space than when
+ * it failed (and BG_FULL_RETRY has not passed): a retry would write the same
+ * bytes and fail at the same point.  The next check is a backoff later.
+ * REQUIRES mu held.
+ */
+static int still_full(struct kv_db *db, uint64_t now)
+{
+	uint64_t free_now;
+
+	if (!db->bg_full || db->bg_error != -ENOSPC || now - db->bg_full_at >= BG_FULL_RETRY)
+		return 0;
+	if (env_free_space(db->env, db->dir, &free_now) < 0 || free_now > db->bg_full_free)
+		return 0;
+	db->bg_backoff = db->bg_backoff * 2 > BG_BACKOFF_MAX ? BG_BACKOFF_MAX : db->bg_backoff * 2;
+	db->bg_retry_at = now + db->bg_backoff;
+	return 1;
 }
 
 int db_bg_check(struct kv_db *db)
 {
+	uint64_t now;
+
 	if (!db->bg_error)
 		return 0;
-	if (db_error_transient(db->bg_error) && now_micros() >= db->bg_retry_at) {
+	now = now_micros();
+	if (db_error_transient(db->bg_error) && now >= db->bg_retry_at && !still_full(db, now)) {
 		db_log(db, KV_LOG_INFO, "retrying after: %s", db->bg_error_msg);
 		db->bg_error = 0;
 		pthread_cond_broadcast(&db->work_cv);

@@ -100,6 +100,14 @@ struct kv_db {
 	char bg_error_msg[512];        /* its sentence, naming the file */
 	uint64_t bg_retry_at;          /* now_micros() time of the next retry */
 	uint64_t bg_backoff;           /* microseconds; 0 after a success */
+	/*
+	 * After ENOSPC: the file system's free bytes once the failed work was
+	 * undone, and when it failed.  A retry waits for more free space than
+	 * that (the same work would fail again at the same point), or for
+	 * BG_FULL_RETRY to pass, so a disk that stays full costs no rewrites.
+	 */
+	int bg_full;                   /* the values below hold */
+	uint64_t bg_full_free, bg_full_at;
 	int wal_broken;                /* the log failed an append or fsync: the next write starts a new one */
 	uint64_t failed_log;           /* the newest log that failed while its writes may be in
 					  memtables only (flush_failed_log), or 0 */

@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 /* The window of a log file's map grows with the file between these sizes. */
@@ -463,6 +464,17 @@ static int posix_sync_dir(struct kv_env *env, const char *path)
 	return r;
 }
 
+static int posix_free_space(struct kv_env *env, const char *path, uint64_t *bytes)
+{
+	struct statvfs st;
+
+	(void)env;
+	if (statvfs(path, &st) < 0)
+		return err_path(errno, "statvfs", path);
+	*bytes = (uint64_t)st.f_bavail * (uint64_t)st.f_frsize;
+	return 0;
+}
+
 static int posix_list_dir(struct kv_env *env, const char *path, char ***names, size_t *n)
 {
 	DIR *d = opendir(path);
@@ -638,6 +650,7 @@ static const struct env_ops posix_ops = {
 	.truncate = posix_truncate,
 	.mkdir = posix_mkdir,
 	.sync_dir = posix_sync_dir,
+	.free_space = posix_free_space,
 	.list_dir = posix_list_dir,
 	.lock = posix_lock,
 	.lock_shared = posix_lock_shared,

@@ -58,6 +58,11 @@ struct env_ops {
 	int (*truncate)(struct kv_env *env, const char *path, uint64_t size);
 	int (*mkdir)(struct kv_env *env, const char *path);   /* 0 if it exists already */
 	int (*sync_dir)(struct kv_env *env, const char *path); /* names in it reach stable storage */
+	/*
+	 * Optional (NULL: not known): the bytes an unprivileged writer may still
+	 * write on the file system that holds path; -EOPNOTSUPP if not known.
+	 */
+	int (*free_space)(struct kv_env *env, const char *path, uint64_t *bytes);
 	/* A malloc'd array of malloc'd names (no "." or ".."); free with env_free_list. */
 	int (*list_dir)(struct kv_env *env, const char *path, char ***names, size_t *n);
 	/* An exclusive lock held while *lock stays open; -EBUSY if someone holds it. */
@@ -102,6 +107,7 @@ static inline int env_unlink(struct kv_env *e, const char *p) { return e->ops->u
 static inline int env_truncate(struct kv_env *e, const char *p, uint64_t s) { return e->ops->truncate(e, p, s); }
 static inline int env_mkdir(struct kv_env *e, const char *p) { return e->ops->mkdir(e, p); }
 static inline int env_sync_dir(struct kv_env *e, const char *p) { return e->ops->sync_dir(e, p); }
+static inline int env_free_space(struct kv_env *e, const char *p, uint64_t *b) { return e->ops->free_space ? e->ops->free_space(e, p, b) : -EOPNOTSUPP; }
 static inline int env_list_dir(struct kv_env *e, const char *p, char ***n, size_t *c) { return e->ops->list_dir(e, p, n, c); }
 static inline int env_lock(struct kv_env *e, const char *p, struct env_file **l) { return e->ops->lock(e, p, l); }
 static inline int env_lock_shared(struct kv_env *e, const char *p, struct env_file **l) { return e->ops->lock_shared ? e->ops->lock_shared(e, p, l) : -EOPNOTSUPP; }
@@ -181,5 +187,14 @@ int env_fault_drop_unsynced(struct kv_env *env);
 void env_fault_cut_pages(struct kv_env *env, long *kept, long *dropped, long *zeroed);
 /* Counts of calls seen, for tests that choose cut points (write-kind calls). */
 long env_fault_write_calls(struct kv_env *env);
+/*
+ * A disk with bytes left (< 0: no limit, the default): an append that does
+ * not fit fails with ENOSPC and writes nothing; unlinking or truncating a
+ * file written through this environment gives its bytes back; free_space
+ * reports what is left (without a limit it is not known: -EOPNOTSUPP).
+ */
+void env_fault_set_space(struct kv_env *env, int64_t bytes);
+/* The bytes of every append that succeeded so far. */
+uint64_t env_fault_bytes_written(struct kv_env *env);
 
 #endif

@@ -73,7 +73,17 @@ struct fault_env {
 	enum env_cut_model model;
 	uint64_t rng;          /* the fates of unsynced pages */
 	long pages[3];         /* pages kept, dropped, zeroed by the cuts so far */
+	/* a small disk */
+	int64_t space;         /* bytes left, or < 0: no limit */
+	uint64_t appended;     /* bytes of every append that succeeded */
 };
+
+/* A file's bytes go back to a limited disk.  REQUIRES fe->mu held. */
+static void give_back(struct fault_env *fe, const struct fstate *s, uint64_t keep)
+{
+	if (fe->space >= 0 && s && s->size > keep)
+		fe->space += (int64_t)(s->size - keep);
+}
 
 static struct fault_env *FE(struct kv_env *e)
 {
@@ -235,6 +245,7 @@ static int open_tracked(struct kv_env *e, const char *path, int log, struct env_
 	if (r < 0)
 		return r;
 	pthread_mutex_lock(&fe->mu);
+	give_back(fe, fstate_find(fe, path), 0);   /* truncated */
 	s = fstate_get(fe, path);
 	s->tracked = 1;
 	s->size = s->synced = 0;
@@ -276,15 +287,25 @@ static int f_append(struct env_file *ef, const void *buf, size_t n)
 
 	if ((r = check(f->fe, ENV_OP_APPEND, "write", f->path)) < 0)
 		return r;
-	r = env_append(f->inner, buf, n);
-	if (r < 0)
-		return r;
 	pthread_mutex_lock(&f->fe->mu);
-	s = f->path ? fstate_find(f->fe, f->path) : NULL;
-	if (s)
-		s->size += n;
+	if (f->fe->space >= 0 && (uint64_t)f->fe->space < n) {
+		pthread_mutex_unlock(&f->fe->mu);
+		return fault_err(-ENOSPC, "write", f->path);
+	}
+	if (f->fe->space >= 0)
+		f->fe->space -= (int64_t)n;
 	pthread_mutex_unlock(&f->fe->mu);
-	return 0;
+	r = env_append(f->inner, buf, n);
+	pthread_mutex_lock(&f->fe->mu);
+	if (r < 0 && f->fe->space >= 0)
+		f->fe->space += (int64_t)n;
+	s = f->path ? fstate_find(f->fe, f->path) : NULL;
+	if (r == 0 && s)
+		s->size += n;
+	if (r == 0)
+		f->fe->appended += n;
+	pthread_mutex_unlock(&f->fe->mu);
+	return r;
 }
 
 static int f_sync(struct env_file *ef)
@@ -388,6 +409,7 @@ static int f_unlink(struct kv_env *e, const char *path)
 		add_pending(fe, P_UNLINK, path, NULL, backup);
 		/* keep the synced size of what may come back */
 		struct fstate *s = fstate_find(fe, path);
+		give_back(fe, s, 0);
 		if (s) {
 			free(s->path);
 			s->path = xstrdup(backup);
@@ -410,6 +432,7 @@ static int f_truncate(struct kv_env *e, const char *path, uint64_t size)
 	if (r == 0) {
 		pthread_mutex_lock(&fe->mu);
 		struct fstate *s = fstate_find(fe, path);
+		give_back(fe, s, size);
 		if (s) {
 			if (s->size > size)
 				s->size = size;
@@ -466,6 +489,21 @@ static int f_sync_dir(struct kv_env *e, const char *dir)
 		free(p);
 	}
 	pthread_mutex_unlock(&fe->mu);
+	return 0;
+}
+
+static int f_free_space(struct kv_env *e, const char *path, uint64_t *bytes)
+{
+	struct fault_env *fe = FE(e);
+	int64_t left;
+
+	(void)path;
+	pthread_mutex_lock(&fe->mu);
+	left = fe->space;
+	pthread_mutex_unlock(&fe->mu);
+	if (left < 0)
+		return -EOPNOTSUPP;   /* the base's disk is shared with others: not ours to report */
+	*bytes = (uint64_t)left;
 	return 0;
 }
 
@@ -552,6 +590,7 @@ static const struct env_ops fault_ops = {
 	.truncate = f_truncate,
 	.mkdir = f_mkdir,
 	.sync_dir = f_sync_dir,
+	.free_space = f_free_space,
 	.list_dir = f_list_dir,
 	.lock = f_lock,
 	.lock_shared = f_lock_shared,
@@ -569,7 +608,28 @@ struct kv_env *env_fault_new(struct kv_env *base)
 	fe->cut_after = -1;
 	fe->model = ENV_CUT_PAGES;
 	fe->rng = 0x5eed5eedull;
+	fe->space = -1;
 	return &fe->env;
+}
+
+void env_fault_set_space(struct kv_env *e, int64_t bytes)
+{
+	struct fault_env *fe = FE(e);
+
+	pthread_mutex_lock(&fe->mu);
+	fe->space = bytes < 0 ? -1 : bytes;
+	pthread_mutex_unlock(&fe->mu);
+}
+
+uint64_t env_fault_bytes_written(struct kv_env *e)
+{
+	struct fault_env *fe = FE(e);
+	uint64_t n;
+
+	pthread_mutex_lock(&fe->mu);
+	n = fe->appended;
+	pthread_mutex_unlock(&fe->mu);
+	return n;
 }
 
 void env_fault_cut_model(struct kv_env *e, enum env_cut_model model, uint64_t seed)
