@@ -2690,41 +2690,28 @@ static int handle_commit(struct fs *fs, struct fs_handle *h, unsigned flags, int
 }
 
 /*
- * utimensat on a cell open for writing with unsaved text (cp -a and touch
- * set the time before close): the commit takes ts as its timestamp.
- * 1 if a handle took it.
+ * Hand a setting to the handles of n that are open for writing with unsaved
+ * text, so that their commit uses it: a type (setxattr user.smolfs.type; the
+ * commit parses by it) or a timestamp (utimensat; the commit takes it as the
+ * version's), each when cp -a, tar or touch set it before close.  NULL
+ * leaves that setting alone.  1 if a handle took it.
  */
-/*
- * setxattr user.smolfs.type on a cell open for writing with unsaved text
- * (cp -a copies attributes before close): the commit parses by that type.
- * 1 if a handle took it.
- */
-static int writer_type(struct fs *fs, struct fs_node *n, enum cell_type t)
+static int writers_take(struct fs *fs, struct fs_node *n, const enum cell_type *type,
+			const uint64_t *stamp)
 {
 	struct fs_handle *h;
 	int took = 0;
 
 	pthread_mutex_lock(&fs->lock);
-	for (h = n->writers; h; h = h->next_w)
-		if (h->dirty) {
-			h->type = t;
-			took = 1;
-		}
-	pthread_mutex_unlock(&fs->lock);
-	return took;
-}
-
-static int writer_stamp(struct fs *fs, struct fs_node *n, uint64_t ts)
-{
-	struct fs_handle *h;
-	int took = 0;
-
-	pthread_mutex_lock(&fs->lock);
-	for (h = n->writers; h; h = h->next_w)
-		if (h->dirty) {
-			h->stamp = ts;
-			took = 1;
-		}
+	for (h = n->writers; h; h = h->next_w) {
+		if (!h->dirty)
+			continue;
+		if (type)
+			h->type = *type;
+		if (stamp)
+			h->stamp = *stamp;
+		took = 1;
+	}
 	pthread_mutex_unlock(&fs->lock);
 	return took;
 }
@@ -3428,7 +3415,7 @@ static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 							       : timespec_to_ts(&attr->st_mtim);
 		if (ts == 0)
 			ts = 1;
-		if (!writer_stamp(fs, n, ts)) {
+		if (!writers_take(fs, n, NULL, &ts)) {
 			rc = restamp(fs, n, ts);
 			if (rc < 0)
 				goto out;
@@ -3911,8 +3898,8 @@ static void fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 		pthread_mutex_lock(&fs->lock);
 		n->pending_type = to;
 		pthread_mutex_unlock(&fs->lock);
-		writer_type(fs, n, to);
-	} else if (rc == 0 && !writer_type(fs, n, to))   /* cp -a: before its close */
+		writers_take(fs, n, &to, NULL);
+	} else if (rc == 0 && !writers_take(fs, n, &to, NULL))   /* cp -a: before its close */
 		rc = convert(fs, n, to);
 	if (rc < 0)
 		return reply_err(req, rc, "setxattr", n);
