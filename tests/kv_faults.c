@@ -57,30 +57,14 @@ static void small_options(struct kv_options *o, struct kv_env *env)
 	o->log = quiet;
 }
 
-static int put_key(struct kv_db *db, int i, unsigned flags)
-{
-	struct test_write w;
-
-	test_write_make(i, &w);
-	return kv_put(db, w.key, w.klen, w.value, w.vlen, flags);
-}
-
 /* 0 if keys [from, to) are all there with their values, else the first missing key. */
 static int check_keys(struct kv_db *db, int from, int to)
 {
 	for (int i = from; i < to; i++) {
-		struct test_write w;
-		char *got = NULL;
-		size_t gl;
-		int r, good;
+		int r = test_write_check(db, i);
 
-		test_write_make(i, &w);
-		r = kv_get(db, NULL, w.key, w.klen, &got, &gl);
-		good = r == 0 && gl == w.vlen && !memcmp(got, w.value, gl);
-
-		free(got);
-		if (!good) {
-			diag("key%06d: %s", i, r ? kv_strerror(r) : "wrong value");
+		if (r != 0) {
+			diag("key%06d: %s", i, r < 0 ? kv_strerror(r) : "wrong value");
 			return i ? i : -1;
 		}
 	}
@@ -92,7 +76,7 @@ static int put_until_ok(struct kv_db *db, int i, unsigned flags)
 {
 	int r = -1;
 
-	for (int t = 0; t < 1000 && (r = put_key(db, i, flags)) != 0; t++)
+	for (int t = 0; t < 1000 && (r = test_write_put(db, i, flags)) != 0; t++)
 		usleep(5000);
 	return r;
 }
@@ -131,14 +115,14 @@ static void test_failed_flush(void)
 	if (r < 0)
 		goto out;
 	for (int i = 0; i < N && r == 0; i++)
-		r = put_key(db, i, KV_SYNC);
+		r = test_write_put(db, i, KV_SYNC);
 	is_int(r, 0, "failed flush: %d synced puts", N);
 	env_fault_inject(fe, ENV_OP_APPEND, 0, -1, -ENOSPC, ".sst");
 	r = kv_flush(db);
 	is_int(r, -ENOSPC, "a flush whose table cannot be written fails with ENOSPC");
 	ok(strstr(kv_strerror(r), ".sst") != NULL, "its message names the table (%s)",
 	   kv_strerror(r));
-	r = put_key(db, N, 0);
+	r = test_write_put(db, N, 0);
 	is_int(r, -ENOSPC, "while the flush keeps failing, writes fail with its error");
 	ok(strstr(kv_strerror(r), ".sst") != NULL,
 	   "and the writer's message names the file (%s)", kv_strerror(r));
@@ -184,7 +168,7 @@ static void test_current_dir_sync(void)
 	o.write_buffer_size = 1u << 20;
 	r = kv_open(dir, &o, &db);
 	for (int i = 0; i < N && r == 0; i++)
-		r = put_key(db, i, 0);
+		r = test_write_put(db, i, 0);
 	if (r == 0)
 		r = kv_flush(db);   /* the log left at close is empty: the next open flushes nothing */
 	if (r == 0)
@@ -248,7 +232,7 @@ static void test_full_disk(void)
 	o.l0_compaction_trigger = 100;
 	r = kv_open(dir, &o, &db);
 	for (int i = 0; i < N && r == 0; i++)
-		r = put_key(db, i, 0);
+		r = test_write_put(db, i, 0);
 	is_int(r, 0, "full disk: %d writes", N);
 	if (r < 0)
 		goto out;
@@ -258,7 +242,7 @@ static void test_full_disk(void)
 	written = env_fault_bytes_written(fe);
 	/* long enough for several retries at the backoff's 10 ms, 20 ms, ... 1 s */
 	for (t0 = now_micros(); now_micros() - t0 < 1500000; attempts++) {
-		r = put_key(db, N + attempts, 0);
+		r = test_write_put(db, N + attempts, 0);
 		refused += r == -ENOSPC;
 		usleep(5000);
 	}
@@ -311,7 +295,7 @@ static void test_first_open_dies(void)
 		env_fault_clear(fe);
 		r = kv_open(dir, &o, &db);
 		if (r == 0)
-			r = put_key(db, 1, KV_SYNC);
+			r = test_write_put(db, 1, KV_SYNC);
 		if (r == 0)
 			r = kv_close(db);
 		else if (db)
@@ -335,7 +319,7 @@ static void test_first_open_dies(void)
 		small_options(&o, NULL);
 		r = kv_open(dir, &o, &db);
 		for (int i = 0; i < 50 && r == 0; i++)
-			r = put_key(db, i, 0);
+			r = test_write_put(db, i, 0);
 		if (r == 0)
 			r = kv_flush(db);
 		kv_close(db);
@@ -374,12 +358,12 @@ static void resume_case(const char *what, unsigned ops, const char *match, int e
 		goto out;
 	}
 	for (i = 0; i < 200 && r == 0; i++)
-		r = put_key(db, i, KV_SYNC);
+		r = test_write_put(db, i, KV_SYNC);
 	acked = i;
 	env_fault_inject(fe, ops, 0, -1, err, match);
 	/* keep writing (and flushing) until the fault surfaces */
 	for (; i < 5000; i++) {
-		r = put_key(db, i, KV_SYNC);
+		r = test_write_put(db, i, KV_SYNC);
 		if (r == 0 && i % 50 == 49)
 			r = kv_flush(db);
 		if (r != 0)
@@ -398,7 +382,7 @@ static void resume_case(const char *what, unsigned ops, const char *match, int e
 		if (r == 0)
 			acked = i + 1;
 		for (int j = i + 1; j < i + 300 && r == 0; j++) {
-			r = put_key(db, j, KV_SYNC);
+			r = test_write_put(db, j, KV_SYNC);
 			if (r == 0)
 				acked = j + 1;
 		}
@@ -451,7 +435,7 @@ static void test_modes(void)
 	small_options(&o, NULL);
 	r = kv_open(dir, &o, &db);
 	for (int i = 0; i < 100 && r == 0; i++)
-		r = put_key(db, i, 0);
+		r = test_write_put(db, i, 0);
 	if (r == 0)
 		r = kv_flush(db);
 	is_int(r, 0, "modes: a database with a table");
@@ -513,7 +497,7 @@ static void test_descriptors(void)
 	ok(getrlimit(RLIMIT_NOFILE, &now) == 0 && now.rlim_cur == 256,
 	   "kv_open raised the soft descriptor limit to the hard one (%ld)", (long)now.rlim_cur);
 	for (int i = 0; i < N && r == 0; i++)
-		r = put_key(db, i, 0);
+		r = test_write_put(db, i, 0);
 	if (r == 0)
 		r = kv_compact_range(db, NULL, 0, NULL, 0);
 	files = count_files(dir, ".sst");
@@ -523,7 +507,7 @@ static void test_descriptors(void)
 	if (r == 0)
 		r = check_keys(db, 0, N);
 	for (int i = N; i < N + 2000 && r == 0; i++)
-		r = put_key(db, i, 0);
+		r = test_write_put(db, i, 0);
 	if (r == 0)
 		r = kv_flush(db);
 	if (r == 0)

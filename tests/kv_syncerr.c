@@ -55,35 +55,17 @@ static void options(struct kv_options *o, struct kv_env *env)
 	o->log = quiet;
 }
 
-static int put_key(struct kv_db *db, int i, unsigned flags)
-{
-	struct test_write w;
-
-	test_write_make(i, &w);
-	return kv_put(db, w.key, w.klen, w.value, w.vlen, flags);
-}
-
 /* How many of the keys i < n with acked[i] set are missing or wrong. */
 static int count_lost(struct kv_db *db, const char *acked, int n, const char *what)
 {
 	int lost = 0;
 
 	for (int i = 0; i < n; i++) {
-		struct test_write w;
-		char *got = NULL;
-		size_t gl;
-		int r;
+		int r = acked[i] ? test_write_check(db, i) : 0;
 
-		if (!acked[i])
-			continue;
-		test_write_make(i, &w);
-		r = kv_get(db, NULL, w.key, w.klen, &got, &gl);
-		if (r != 0 || gl != w.vlen || memcmp(got, w.value, gl)) {
-			if (lost++ < 3)
-				diag("%s: acknowledged key%06d %s", what, i,
-				     r ? kv_strerror(r) : "has a wrong value");
-		}
-		free(got);
+		if (r != 0 && lost++ < 3)
+			diag("%s: acknowledged key%06d %s", what, i,
+			     r < 0 ? kv_strerror(r) : "has a wrong value");
 	}
 	return lost;
 }
@@ -153,7 +135,7 @@ static int step(struct run *w, int s)
 		return kv_open(w->dir, &o, &w->db);
 	case 1: case 3: case 6: case 9:
 		for (int i = 0; i < PUTS && r == 0; i++) {
-			r = put_key(w->db, w->next_key, KV_SYNC);
+			r = test_write_put(w->db, w->next_key, KV_SYNC);
 			if (r == 0)
 				w->acked[w->next_key] = 1;
 			w->next_key++;
@@ -295,7 +277,7 @@ static void manifest_switch_case(const char *what, unsigned ops, long after, con
 	r = kv_open(dir, &o, &db);
 	for (int round = 0; round < 2 && r == 0; round++) {
 		for (int i = 0; i < PUTS && r == 0; i++, k++)
-			if ((r = put_key(db, k, KV_SYNC)) == 0)
+			if ((r = test_write_put(db, k, KV_SYNC)) == 0)
 				acked[k] = 1;
 		if (r == 0)
 			r = kv_flush(db);
@@ -364,10 +346,10 @@ static void hole_case(const char *what, enum log_fault how)
 	env_fault_cut_model(fe, ENV_CUT_DROP, 0);
 	r = kv_open(dir, &o, &db);
 	for (int i = 0; i < 10 && r == 0; i++, k++)
-		if ((r = put_key(db, k, KV_SYNC)) == 0)
+		if ((r = test_write_put(db, k, KV_SYNC)) == 0)
 			acked[k] = 1;
 	for (int i = 0; i < 40 && r == 0; i++, k++, unsynced++)
-		if ((r = put_key(db, k, 0)) == 0)
+		if ((r = test_write_put(db, k, 0)) == 0)
 			acked[k] = 1;
 	is_int(r, 0, "%s: 10 synced writes, then %d not synced", what, unsynced);
 	if (r < 0)
@@ -375,11 +357,11 @@ static void hole_case(const char *what, enum log_fault how)
 	switch (how) {
 	case LOG_FSYNC:
 		env_fault_inject(fe, ENV_OP_SYNC, 0, 1, -EIO, ".log");
-		r = put_key(db, k++, KV_SYNC);
+		r = test_write_put(db, k++, KV_SYNC);
 		break;
 	case LOG_APPEND:
 		env_fault_inject(fe, ENV_OP_APPEND, 0, 1, -EIO, ".log");
-		r = put_key(db, k++, 0);
+		r = test_write_put(db, k++, 0);
 		break;
 	case LOG_EMPTY_SYNC: {
 		struct kv_batch *b = kv_batch_new();
@@ -394,9 +376,9 @@ static void hole_case(const char *what, enum log_fault how)
 	env_fault_clear(fe);
 	/* more unsynced writes, in the new log */
 	for (int i = 0; i < 5; i++, k++)
-		if (put_key(db, k, 0) == 0)
+		if (test_write_put(db, k, 0) == 0)
 			acked[k] = 1;
-	r = put_key(db, k, KV_SYNC);
+	r = test_write_put(db, k, KV_SYNC);
 	is_int(r, 0, "%s: the next synced write is acknowledged (%s)", what,
 	       r ? kv_strerror(r) : "ok");
 	if (r == 0)
@@ -442,11 +424,11 @@ static void flush_fails_case(const char *what, unsigned ops, const char *match)
 	env_fault_cut_model(fe, ENV_CUT_DROP, 0);
 	r = kv_open(dir, &o, &db);
 	for (int i = 0; i < 50 && r == 0; i++, k++)
-		if ((r = put_key(db, k, i < 10 ? KV_SYNC : 0)) == 0)
+		if ((r = test_write_put(db, k, i < 10 ? KV_SYNC : 0)) == 0)
 			acked[k] = 1;
 	env_fault_inject(fe, ENV_OP_SYNC, 0, 1, -EIO, ".log");
 	if (r == 0)
-		r = put_key(db, k++, KV_SYNC) < 0 ? 0 : -EPROTO;
+		r = test_write_put(db, k++, KV_SYNC) < 0 ? 0 : -EPROTO;
 	is_int(r, 0, "%s: 50 writes, 40 not synced, then a synced write whose log fsync fails",
 	       what);
 	if (r < 0)
@@ -454,7 +436,7 @@ static void flush_fails_case(const char *what, unsigned ops, const char *match)
 	env_fault_clear(fe);
 	env_fault_inject(fe, ops, 0, -1, -ENOSPC, match);
 	alarm(300);
-	r = put_key(db, k, KV_SYNC);
+	r = test_write_put(db, k, KV_SYNC);
 	ok(r < 0 && env_fault_injected(fe) > 0,
 	   "%s: the next synced write, whose flush of the failed log's writes fails, fails (%s)",
 	   what, r ? kv_strerror(r) : "it returned 0");
@@ -463,7 +445,7 @@ static void flush_fails_case(const char *what, unsigned ops, const char *match)
 	k++;
 	env_fault_clear(fe);
 	/* the flush's back-off still holds for a while: a later synced write goes on */
-	for (tries = 0; tries < 2000 && (r = put_key(db, k, KV_SYNC)) < 0; tries++)
+	for (tries = 0; tries < 2000 && (r = test_write_put(db, k, KV_SYNC)) < 0; tries++)
 		usleep(5000);
 	alarm(0);
 	is_int(r, 0, "%s: once the fault is gone, a synced write is acknowledged (%s)", what,

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -86,6 +87,38 @@ static void test_write_make(long i, struct test_write *w)
 	w->vlen = (size_t)snprintf(w->value, sizeof(w->value),
 				   "value of key %ld, padded out to be a little longer", i);
 }
+
+#ifdef SMOLFS_KV_H
+/* Put write number i (test_write_make) into db with flags. */
+__attribute__((unused))
+static int test_write_put(struct kv_db *db, long i, unsigned flags)
+{
+	struct test_write w;
+
+	test_write_make(i, &w);
+	return kv_put(db, w.key, w.klen, w.value, w.vlen, flags);
+}
+
+/*
+ * Whether db holds write number i with its value: 0 if it does, else the
+ * read's error, or 1 for a key that holds another value.
+ */
+__attribute__((unused))
+static int test_write_check(struct kv_db *db, long i)
+{
+	struct test_write w;
+	char *got = NULL;
+	size_t gl;
+	int r;
+
+	test_write_make(i, &w);
+	r = kv_get(db, NULL, w.key, w.klen, &got, &gl);
+	if (r == 0 && (gl != w.vlen || memcmp(got, w.value, gl)))
+		r = 1;
+	free(got);
+	return r;
+}
+#endif
 
 /*
  * The seeds to run a randomized test with: *seeds gets SMOLFS_TEST_SEED
