@@ -6,7 +6,10 @@
  * reports an error, which must be ENOSPC: never a success that is then
  * lost.  Then a filler file placed beforehand is removed; writes must
  * resume without a reopen, a flush must succeed, and after closing and
- * reopening every acknowledged write must be there with its value.
+ * reopening every acknowledged write must be there with its value.  One
+ * round closes the database on the full disk and opens it again with only
+ * 256 KiB free, not enough to write the recovered writes to a table: the
+ * open must succeed and every acknowledged write read back.
  *
  * Mounting needs root (CI runs as root): as another user the test is
  * skipped.  The test runs in a child process and the parent unmounts the
@@ -101,6 +104,7 @@ struct round {
 	const char *name;
 	size_t write_buffer, vlen;
 	unsigned flags;
+	int reopen_full;   /* close and reopen while the disk is (almost) full */
 };
 
 static long total_acked, total_lost;
@@ -153,6 +157,18 @@ static void run_round(const struct round *rd)
 	}
 	ok(r == 0 || r == -ENOSPC, "%s: while the disk is full, writes fail with ENOSPC or succeed "
 	   "(%s)", rd->name, r ? kv_strerror(r) : "ok");
+	if (rd->reopen_full) {
+		kv_close(db);   /* its error is the full disk's, asserted above */
+		db = NULL;
+		if (truncate(filler, FILLER - (256u << 10)) != 0)
+			diag("truncate %s: %s", filler, strerror(errno));
+		r = kv_open(dir, &o, &db);
+		if (!is_int(r, 0, "%s: opens again with 256 KiB free (%s)", rd->name,
+			    r ? kv_strerror(r) : "ok"))
+			goto out;
+		lost = missing(db, ack, n, rd->vlen);
+		is_int(lost, 0, "%s: and every acknowledged write reads back", rd->name);
+	}
 	/* free space: writes must resume without a reopen */
 	unlink(filler);
 	for (int t = 0; t < 1000; t++) {
@@ -201,14 +217,15 @@ out:
 }
 
 static const struct round rounds[] = {
-	{ "256 KiB memtables, 1000-byte values", 256u << 10, 1000, 0 },
-	{ "64 KiB memtables, synced writes", 64u << 10, 1000, KV_SYNC },
-	{ "1 MiB memtables, 100-byte values", 1u << 20, 100, 0 },
+	{ "256 KiB memtables, 1000-byte values", 256u << 10, 1000, 0, 0 },
+	{ "64 KiB memtables, synced writes", 64u << 10, 1000, KV_SYNC, 0 },
+	{ "1 MiB memtables, 100-byte values", 1u << 20, 100, 0, 0 },
+	{ "1 MiB memtables, closed and reopened on the full disk", 1u << 20, 1000, 0, 1 },
 };
 
 static int child(void)
 {
-	plan((int)(sizeof(rounds) / sizeof(rounds[0])) * 10);
+	plan((int)(sizeof(rounds) / sizeof(rounds[0])) * 10 + 2);
 	for (size_t i = 0; i < sizeof(rounds) / sizeof(rounds[0]); i++)
 		run_round(&rounds[i]);
 	printf("# writes acknowledged: %ld, lost: %ld\n", total_acked, total_lost);

@@ -127,6 +127,12 @@ int db_error_transient(int err)
 	}
 }
 
+/* 1 for the errors of a disk without room: what was written before is intact. */
+static int is_space_error(int err)
+{
+	return err == -ENOSPC || err == -EDQUOT;
+}
+
 #define BG_BACKOFF_MIN 10000u     /* 10 ms */
 #define BG_BACKOFF_MAX 1000000u   /* 1 s */
 #define BG_FULL_RETRY  30000000u  /* 30 s: a full disk's retry even if no space came back */
@@ -290,9 +296,17 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Flush every tree's non-empty memtable to level 0, one edit per tree.  REQUIRES mu held. */
+/*
+ * Flush every tree's non-empty memtable to level 0 (only_full: those over
+ * the write buffer size), one edit per tree.  On a disk without room the
+ * writes stay in memory instead: recovery_full is set, no later flush of
+ * this recovery is tried, and recover() keeps the logs that hold them.
+ * REQUIRES mu held.
+ */
 static int flush_recovered(struct kv_db *db, int only_full)
 {
+	if (db->recovery_full)
+		return 0;
 	for (size_t i = 0; i < db->ntrees; i++) {
 		struct kv_tree *t = db->trees[i];
 		struct version_edit edit;
@@ -310,6 +324,13 @@ static int flush_recovered(struct kv_db *db, int only_full)
 		if (edit.nadds)
 			db_pending_remove(db, edit.adds[0].f->number);
 		edit_free(&edit);
+		if (is_space_error(r)) {
+			db_log(db, KV_LOG_WARN, "recovery cannot write its tables (%s): the "
+			       "recovered writes stay in memory and in their logs until a flush "
+			       "succeeds", kv_strerror(r));
+			db->recovery_full = 1;
+			return 0;
+		}
 		if (r < 0)
 			return r;
 		mem_unref(t->mem);
@@ -320,15 +341,19 @@ static int flush_recovered(struct kv_db *db, int only_full)
 
 /*
  * Replay one log into the trees' memtables, flushing to level 0 when one
- * fills.  The last log (last != 0) may end in bytes never synced, which a
- * power cut leaves as the page cache's writeback did or did not write them
- * (whole pages of zeros or of stale data between records that reached the
- * disk): there the first damaged record ends the log, and what follows is
- * dropped and logged.  Every earlier log was synced before the next was
- * started (make_room), so damage in one is corruption.  REQUIRES mu held;
- * nothing else runs yet.
+ * fills; *end is set to the offset just past its last good record.
+ *
+ * A log may end in bytes never synced, which a power cut leaves as the page
+ * cache's writeback did or did not write them (whole pages of zeros or of
+ * stale data between records that reached the disk).  That holds for the
+ * last log (last != 0) and for a failed log (fl, recorded in the manifest
+ * before any later log was started): there the first damaged record ends
+ * the log, and what follows is dropped and logged.  Every other log was
+ * synced before the next was started (switch_log), so damage in one is
+ * corruption.  REQUIRES mu held; nothing else runs yet.
  */
-static int replay_log(struct kv_db *db, uint64_t number, int last, uint64_t *max_seq)
+static int replay_log(struct kv_db *db, uint64_t number, int last, const struct failed_log *fl,
+		      uint64_t *max_seq, uint64_t *end)
 {
 	char *path = log_path(db, number);
 	struct replay rp = { db, number };
@@ -339,11 +364,12 @@ static int replay_log(struct kv_db *db, uint64_t number, int last, uint64_t *max
 	uint32_t count;
 	int r;
 
+	*end = 0;
 	if ((r = env_file_size(db->env, path, &size)) < 0 ||
 	    (r = env_open_read(db->env, path, &f)) < 0)
 		goto out;
 	rd = wal_reader_new(f, size, path);
-	if (last)
+	if (last || fl)
 		wal_reader_stop_at_damage(rd, 1);
 	while ((r = wal_read(rd, &rec)) > 0) {
 		if ((r = batch_check(rec, &count)) < 0) {
@@ -359,11 +385,12 @@ static int replay_log(struct kv_db *db, uint64_t number, int last, uint64_t *max
 		if (!db->opt.read_only && (r = flush_recovered(db, 1)) < 0)
 			goto out;
 	}
+	*end = wal_reader_offset(rd);
 	if (r == 0 && wal_reader_torn(rd, &torn_at) && wal_reader_damage(rd)) {
 		db_log(db, KV_LOG_WARN, "%s: damaged record at offset %llu (%s) in the unsynced "
-		       "tail of the last log: recovery stops there, dropping %llu bytes",
+		       "tail of %s log: recovery stops there, dropping %llu bytes",
 		       path, (unsigned long long)torn_at, wal_reader_damage(rd),
-		       (unsigned long long)(size - torn_at));
+		       last ? "the last" : "a failed", (unsigned long long)(size - torn_at));
 	} else if (r == 0 && wal_reader_torn(rd, &torn_at)) {
 		/* zeros alone are space reserved ahead for the log, not a write cut short */
 		int zeros = wal_reader_torn_zeros(rd);
@@ -504,16 +531,58 @@ static int recover(struct kv_db *db)
 			break;
 		last--;
 	}
+	size_t nreplayed = nlogs;
+	uint64_t end = 0, last_end = 0;
 	for (size_t i = 0; i < nlogs; i++) {
-		r = replay_log(db, logs[i], i + 1 == last, &max_seq);
+		const struct failed_log *fl = vs_failed_log(db->vs, logs[i]);
+		r = replay_log(db, logs[i], i + 1 == last, fl, &max_seq, &end);
 		if (r < 0)
 			goto out;
+		if (i + 1 == last)
+			last_end = end;
+		if (fl && end < fl->acked) {
+			/*
+			 * A failed log lost acknowledged writes to a power cut: they
+			 * were never synced, but the later logs may hold newer writes,
+			 * and keeping those would leave a hole in the history.  A
+			 * synced write after a log failure waits until that log's
+			 * writes are in tables (flush_failed_log), and then no tree
+			 * needs the log: so every write dropped here was unsynced,
+			 * and what remains is the state at a point in time.
+			 */
+			nreplayed = i + 1;
+			db_log(db, KV_LOG_WARN, "log %06llu failed and a power cut then cut it at "
+			       "offset %llu, before the %llu bytes acknowledged: recovery stops "
+			       "there and drops the %zu later logs (unsynced writes only)",
+			       (unsigned long long)logs[i], (unsigned long long)end,
+			       (unsigned long long)fl->acked, nlogs - nreplayed);
+			break;
+		}
 	}
 	if (db->opt.read_only) {
 		/* no flush, no new log or manifest: the directory stays as it is */
 		db->last_seq = max_seq;
 		r = 0;
 		goto out;
+	}
+	if (nreplayed < nlogs) {
+		/*
+		 * The logs recovery dropped go before anything records the cut
+		 * log as whole (below): a crash in between finds it still short.
+		 */
+		struct failed_log cut = { logs[nreplayed - 1], end };
+		for (size_t i = nreplayed; i < nlogs; i++) {
+			path = log_path(db, logs[i]);
+			r = env_unlink(db->env, path);
+			free(path);
+			if (r < 0 && r != -ENOENT)
+				goto out;
+		}
+		if ((r = env_sync_dir(db->env, db->dir)) < 0)
+			goto out;
+		vs_add_failed_log(db->vs, &cut);
+		last = nreplayed;
+		last_end = end;
 	}
 	if ((r = flush_recovered(db, 0)) < 0)
 		goto out;
@@ -527,8 +596,26 @@ static int recover(struct kv_db *db)
 	if (r < 0)
 		goto out;
 	db->wal = wal_writer_new(f);
-	for (size_t i = 0; i < db->vs->ntrees; i++)
-		db->vs->trees[i]->log_number = db->wal_number;
+	for (size_t i = 0; i < db->vs->ntrees; i++) {
+		struct vtree *vt = db->vs->trees[i];
+		struct kv_tree *t = db_tree_by_id(db, vt->id);
+		/* a tree whose recovered writes stayed in memory still needs their logs */
+		if (!t || mem_entries(t->mem) + mem_range_dels(t->mem) == 0)
+			vt->log_number = db->wal_number;
+	}
+	if (db->recovery_full && last > 0) {
+		/*
+		 * The last log is one no more: record how far it was read, so a
+		 * later recovery reads its unsynced tail as that of a failed log.
+		 * And the first synced write flushes the writes kept in memory
+		 * before it goes on (flush_failed_log): until then, the old logs'
+		 * unsynced bytes are all that hold them.
+		 */
+		struct failed_log kept = { logs[last - 1], last_end };
+		if (!vs_failed_log(db->vs, kept.number))
+			vs_add_failed_log(db->vs, &kept);
+		db->failed_log = logs[last - 1];
+	}
 	db->vs->last_seq = max_seq;
 	r = vs_new_manifest(db->vs);
 	if (r < 0)
@@ -632,13 +719,17 @@ fail:
 	return r;
 }
 
+static int close_failed_log(struct kv_db *db);
+
 int kv_close(struct kv_db *db)
 {
 	API_ENTRY();
-	int r;
+	int r, rf = 0;
 
 	if (!db)
 		return 0;
+	if (db->threads_started)
+		rf = close_failed_log(db);
 	pthread_mutex_lock(&db->mu);
 	__atomic_store_n(&db->shutting_down, 1, __ATOMIC_RELAXED);  /* read unlocked by compactions */
 	pthread_cond_broadcast(&db->work_cv);
@@ -647,7 +738,7 @@ int kv_close(struct kv_db *db)
 		pthread_join(db->flush_thread, NULL);
 		pthread_join(db->compact_thread, NULL);
 	}
-	r = db->bg_error;
+	r = db->bg_error ? db->bg_error : rf;
 	if (db->wal) {
 		int rw = wal_writer_free(db->wal);
 		if (r == 0)
@@ -678,13 +769,37 @@ int kv_close(struct kv_db *db)
 /* ------------------------------------------------------------ writes */
 
 /*
+ * Record in the manifest, before any later log exists, that the current log
+ * failed and how many of its bytes were acknowledged: its unsynced tail may
+ * then be damaged by a power cut although it is not the last log, and
+ * recovery must read it as it reads the last one (replay_log), and stop
+ * there if it lost acknowledged bytes (recover).  REQUIRES mu held.
+ */
+static int record_failed_log(struct kv_db *db)
+{
+	struct version_edit edit;
+	int r;
+
+	if (vs_failed_log(db->vs, db->wal_number))
+		return 0;
+	edit_init(&edit);
+	edit_add_failed_log(&edit, db->wal_number, wal_size(db->wal));
+	r = vs_log_and_apply(db->vs, &edit);
+	edit_free(&edit);
+	if (r < 0)
+		db_log(db, KV_LOG_WARN, "log %06llu failed, and recording that in the manifest "
+		       "failed too: %s", (unsigned long long)db->wal_number, kv_strerror(r));
+	return r;
+}
+
+/*
  * Start a new log and make it the one written.  The old one is synced first,
  * so a later synced write never survives a power cut that an earlier write
  * in the old log did not; unless it is broken (a failed append or fsync),
- * when nothing more can be done for it: its records stay for replay, and a
- * record cut short at its end reads as a torn tail.  On failure nothing
- * changes and the next write tries again.  REQUIRES mu held; the caller
- * leads the writers.
+ * when nothing more can be done for it: its records stay for replay, the
+ * manifest records it as failed (record_failed_log), and a record cut short
+ * at its end reads as a torn tail.  On failure nothing changes and the next
+ * write tries again.  REQUIRES mu held; the caller leads the writers.
  */
 static int switch_log(struct kv_db *db)
 {
@@ -695,11 +810,15 @@ static int switch_log(struct kv_db *db)
 
 	if (!db->wal_broken && (r = wal_sync(db->wal)) < 0) {
 		db->wal_broken = 1;
+		db->log_lost = 1;
 		db->failed_log = db->wal_number;
 		return r;
 	}
-	if (db->wal_broken)
+	if (db->wal_broken) {
 		db->failed_log = db->wal_number;   /* see flush_failed_log */
+		if ((r = record_failed_log(db)) < 0)
+			return r;
+	}
 	number = vs_new_file_number(db->vs);
 	path = log_path(db, number);
 	r = env_open_log(db->env, path, &f);
@@ -794,19 +913,50 @@ static int make_room(struct kv_db *db, int force)
 	}
 }
 
-/* 1 while some tree may hold writes of db->failed_log in its memtables only.  REQUIRES mu held. */
+/*
+ * 1 while some tree may hold writes of db->failed_log in its memtables only,
+ * or still names it as a log it needs (an empty tree whose log number was
+ * never moved past it: recovery would read the failed log for it).
+ * REQUIRES mu held.
+ */
 static int failed_log_pending(struct kv_db *db)
 {
 	if (!db->failed_log)
 		return 0;
 	for (size_t i = 0; i < db->ntrees; i++) {
 		struct kv_tree *t = db->trees[i];
-		if (t->dropped || (!t->imm && mem_entries(t->mem) + mem_range_dels(t->mem) == 0))
-			continue;
-		if (t->vt->log_number <= db->failed_log)
+		if (!t->dropped && t->vt->log_number <= db->failed_log)
 			return 1;
 	}
 	db->failed_log = 0;
+	db->log_lost = 0;
+	return 0;
+}
+
+/*
+ * Move the log number of every tree that holds nothing in memory past the
+ * failed log: it needs no older log.  One manifest edit per tree.  REQUIRES
+ * mu held; the caller leads the writers.
+ */
+static int release_failed_log(struct kv_db *db)
+{
+	for (size_t i = 0; i < db->ntrees; i++) {
+		struct kv_tree *t = db->trees[i];
+		struct version_edit edit;
+		int r;
+
+		if (t->dropped || t->imm || t->vt->log_number > db->failed_log ||
+		    mem_entries(t->mem) + mem_range_dels(t->mem) > 0)
+			continue;
+		edit_init(&edit);
+		edit.tree = t->id;
+		edit.has_log_number = 1;
+		edit.log_number = db->wal_number;
+		r = vs_log_and_apply(db->vs, &edit);
+		edit_free(&edit);
+		if (r < 0)
+			return r;
+	}
 	return 0;
 }
 
@@ -837,6 +987,10 @@ static int flush_failed_log(struct kv_db *db)
 	while (failed_log_pending(db)) {
 		if (db->bg_error)
 			return ERR_SET(db->bg_error, "%s", db->bg_error_msg);
+		if ((r = release_failed_log(db)) < 0)
+			return r;
+		if (!failed_log_pending(db))
+			break;
 		pthread_cond_broadcast(&db->work_cv);
 		pthread_cond_wait(&db->bg_cv, &db->mu);
 	}
@@ -915,8 +1069,37 @@ static int sync_committed(struct kv_db *db)
 		failed = 1;
 	pthread_mutex_lock(&db->mu);
 	if (failed)
-		db->wal_broken = 1;   /* a failed fsync may have lost what it was to keep */
+		db->wal_broken = db->log_lost = 1;   /* a failed fsync may have lost what it was to keep */
 	lead_leave(db, &w);
+	pthread_mutex_unlock(&db->mu);
+	return r;
+}
+
+/*
+ * At close, after a log failure that may have cost the page cache its copy
+ * of acknowledged writes (db->log_lost): the next open would read them back
+ * from that log, and find them missing or damaged.  So they are flushed to
+ * tables first, as a synced write would (flush_failed_log).  A failure is
+ * returned (and logged); what the log still holds stays for the next open.
+ * Called without mu, before the background threads stop.
+ */
+static int close_failed_log(struct kv_db *db)
+{
+	struct writer w;
+	int r = 0;
+
+	pthread_mutex_lock(&db->mu);
+	if (db->log_lost && (db->failed_log || db->wal_broken)) {
+		lead_enter(db, &w);
+		r = make_room(db, 0);
+		if (r == 0)
+			r = flush_failed_log(db);
+		lead_leave(db, &w);
+		if (r < 0)
+			db_log(db, KV_LOG_WARN, "closing after log %06llu failed: its writes could "
+			       "not be flushed: %s", (unsigned long long)db->failed_log,
+			       kv_strerror(r));
+	}
 	pthread_mutex_unlock(&db->mu);
 	return r;
 }
@@ -929,7 +1112,7 @@ int kv_write(struct kv_db *db, const struct kv_batch *b, unsigned flags)
 	struct writer *last, *x;
 	size_t nrecs = 0, bytes = 0, max_bytes;
 	uint64_t seq;
-	int r, sync;
+	int r, sync, lost = 0;
 
 	if (db->opt.read_only)
 		return db_read_only(db);
@@ -986,8 +1169,10 @@ int kv_write(struct kv_db *db, const struct kv_batch *b, unsigned flags)
 		pthread_mutex_unlock(&db->mu);
 		if (r == 0)
 			r = wal_addv(db->wal, recs, nrecs);
-		if (r == 0 && sync)
-			r = wal_sync(db->wal);
+		if (r == 0 && sync && (r = wal_sync(db->wal)) < 0)
+			lost = 1;
+		else if (r < 0 && !is_space_error(r))
+			lost = 1;   /* an I/O error may have cost the page cache its copy */
 		if (r == 0) {
 			for (x = &w; ; x = x->next) {
 				batch_apply(buf_slice(&x->batch->rep), (uint32_t)x->batch->count,
@@ -1008,6 +1193,7 @@ int kv_write(struct kv_db *db, const struct kv_batch *b, unsigned flags)
 			 * a sequence number with a later, acknowledged write.
 			 */
 			db->wal_broken = 1;
+			db->log_lost |= lost;
 			__atomic_store_n(&db->last_seq, seq, __ATOMIC_RELEASE);
 		}
 	}

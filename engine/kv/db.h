@@ -111,6 +111,11 @@ struct kv_db {
 	int wal_broken;                /* the log failed an append or fsync: the next write starts a new one */
 	uint64_t failed_log;           /* the newest log that failed while its writes may be in
 					  memtables only (flush_failed_log), or 0 */
+	int log_lost;                  /* that failure may have lost acknowledged bytes from the
+					  page cache (a failed fsync, or an append failed other than
+					  for space): kv_close flushes them */
+	int recovery_full;             /* recovery could not flush for lack of space: the
+					  replayed writes stay in memory (recover) */
 	int compacting;                /* the compaction thread is working */
 	int flush_requested;
 	struct manual_compaction *manual;

@@ -21,6 +21,7 @@ enum {
 	TAG_TREE = 8,
 	TAG_DROP_TREE = 9,
 	TAG_NEXT_TREE = 10,
+	TAG_FAILED_LOG = 11,
 };
 
 /* The version of the manifest and of everything it describes (logs, tables). */
@@ -66,6 +67,7 @@ void edit_free(struct version_edit *e)
 	for (int i = 0; i < e->ncp; i++)
 		buf_free(&e->cp_key[i]);
 	free(e->tree_name);
+	free(e->failed);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -106,6 +108,14 @@ void edit_set_compact_pointer(struct version_edit *e, int level, struct slice ke
 	e->ncp++;
 }
 
+void edit_add_failed_log(struct version_edit *e, uint64_t number, uint64_t acked)
+{
+	e->failed = xrealloc(e->failed, (e->nfailed + 1) * sizeof(*e->failed));
+	e->failed[e->nfailed].number = number;
+	e->failed[e->nfailed].acked = acked;
+	e->nfailed++;
+}
+
 void edit_encode(const struct version_edit *e, struct buf *out)
 {
 	if (e->has_format) {
@@ -134,6 +144,11 @@ void edit_encode(const struct version_edit *e, struct buf *out)
 	if (e->has_last_seq) {
 		buf_put_varint32(out, TAG_LAST_SEQ);
 		buf_put_varint64(out, e->last_seq);
+	}
+	for (size_t i = 0; i < e->nfailed; i++) {
+		buf_put_varint32(out, TAG_FAILED_LOG);
+		buf_put_varint64(out, e->failed[i].number);
+		buf_put_varint64(out, e->failed[i].acked);
 	}
 	for (int i = 0; i < e->ncp; i++) {
 		buf_put_varint32(out, TAG_COMPACT_POINTER);
@@ -213,6 +228,12 @@ int edit_decode(struct version_edit *e, struct slice rec, const char *name)
 			if (!(p = dec_varint64(p, limit, &e->last_seq)))
 				goto bad;
 			e->has_last_seq = 1;
+			break;
+		case TAG_FAILED_LOG:
+			if (!(p = dec_varint64(p, limit, &number)) ||
+			    !(p = dec_varint64(p, limit, &size)) || number == 0)
+				goto bad;
+			edit_add_failed_log(e, number, size);
 			break;
 		case TAG_COMPACT_POINTER:
 			if (!(p = dec_varint32(p, limit, &level)) || level >= NUM_LEVELS ||
@@ -558,6 +579,34 @@ uint64_t vs_min_log_number(struct version_set *vs)
 	return m;
 }
 
+const struct failed_log *vs_failed_log(const struct version_set *vs, uint64_t number)
+{
+	for (size_t i = 0; i < vs->nfailed; i++)
+		if (vs->failed[i].number == number)
+			return &vs->failed[i];
+	return NULL;
+}
+
+void vs_add_failed_log(struct version_set *vs, const struct failed_log *fl)
+{
+	size_t i = vs->nfailed;
+
+	for (size_t j = 0; j < vs->nfailed; j++) {
+		if (vs->failed[j].number == fl->number) {
+			vs->failed[j].acked = fl->acked;
+			return;
+		}
+	}
+	vs->failed = xrealloc(vs->failed, (vs->nfailed + 1) * sizeof(*vs->failed));
+	/* kept sorted by number */
+	while (i > 0 && vs->failed[i - 1].number > fl->number) {
+		vs->failed[i] = vs->failed[i - 1];
+		i--;
+	}
+	vs->failed[i] = *fl;
+	vs->nfailed++;
+}
+
 struct version_set *vs_new(const char *dir, struct kv_env *env, const struct kv_options *opt,
 			   struct table_cache *tc)
 {
@@ -587,6 +636,7 @@ void vs_free(struct version_set *vs)
 		free(t);
 	}
 	free(vs->trees);
+	free(vs->failed);
 	if (vs->manifest)
 		wal_writer_free(vs->manifest);
 	free(vs->dir);
@@ -634,6 +684,8 @@ static int apply_edit(struct version_set *vs, struct version_edit *e, const char
 		vs->next_file = e->next_file;
 	if (e->has_next_tree && e->next_tree > vs->next_tree)
 		vs->next_tree = e->next_tree;
+	for (size_t i = 0; i < e->nfailed; i++)
+		vs_add_failed_log(vs, &e->failed[i]);
 	version_unref(t->current);
 	t->current = v;
 	if (e->drop_tree) {
@@ -873,6 +925,20 @@ static void snapshot_edit(struct version_set *vs, struct vtree *t, int first,
 	e->last_seq = vs->last_seq;
 	e->has_next_tree = 1;
 	e->next_tree = vs->next_tree;
+	for (size_t i = 0; i < vs->nfailed; i++)
+		edit_add_failed_log(e, vs->failed[i].number, vs->failed[i].acked);
+}
+
+/* Forget the failed logs that no live tree needs any more. */
+static void prune_failed_logs(struct version_set *vs)
+{
+	uint64_t min_log = vs_min_log_number(vs);
+	size_t n = 0;
+
+	for (size_t i = 0; i < vs->nfailed; i++)
+		if (vs->failed[i].number >= min_log)
+			vs->failed[n++] = vs->failed[i];
+	vs->nfailed = n;
 }
 
 int vs_new_manifest(struct version_set *vs)
@@ -893,6 +959,7 @@ int vs_new_manifest(struct version_set *vs)
 	if (r < 0)
 		goto out;
 	w = wal_writer_new(f);
+	prune_failed_logs(vs);
 	/* the default tree first: its record carries the format and the global fields */
 	for (size_t i = 0; i < vs->ntrees && r == 0; i++) {
 		struct vtree *t = vs->trees[i];

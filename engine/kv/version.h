@@ -34,7 +34,13 @@
  *                        without it, tree 0 ("default")
  *     9 drop tree        (no fields) the record's tree is dropped
  *    10 next tree id     varint32
- * Tags 1 (log number), 4, 5, 6 are per tree; 2, 3 and 10 are global.
+ *    11 failed log       varint64 log number, varint64 acknowledged length:
+ *                        a log whose append or fsync failed (or a last log
+ *                        kept with its unsynced tail by an open that could
+ *                        not flush it), recorded before any later log was
+ *                        started; its tail past what was synced may be
+ *                        damaged by a power cut (see db.c, recover)
+ * Tags 1 (log number), 4, 5, 6 are per tree; 2, 3, 10 and 11 are global.
  *
  * Versions are reference counted; readers and iterators hold the version
  * they started with, so its files are not deleted under them.
@@ -96,6 +102,14 @@ struct file_del {
 	uint64_t number;
 };
 
+/*
+ * A log whose tail may be damaged although later logs exist (tag 11): its
+ * records up to acked bytes were acknowledged to writers.
+ */
+struct failed_log {
+	uint64_t number, acked;
+};
+
 struct version_edit {
 	uint32_t tree;                /* the tree the per-tree fields concern (0: default) */
 	char *tree_name;              /* with tag 8: the tree's name (created if unknown) */
@@ -110,6 +124,8 @@ struct version_edit {
 	int cp_level[NUM_LEVELS];     /* compact pointer updates */
 	struct buf cp_key[NUM_LEVELS];
 	int ncp;
+	struct failed_log *failed;    /* tag 11 records */
+	size_t nfailed;
 };
 
 void edit_init(struct version_edit *e);
@@ -120,6 +136,7 @@ void edit_add_file(struct version_edit *e, int level, uint64_t number, uint64_t 
 		   uint64_t largest_seq, uint64_t entries, uint64_t range_dels);
 void edit_del_file(struct version_edit *e, int level, uint64_t number);
 void edit_set_compact_pointer(struct version_edit *e, int level, struct slice key);
+void edit_add_failed_log(struct version_edit *e, uint64_t number, uint64_t acked);
 void edit_encode(const struct version_edit *e, struct buf *out);
 int edit_decode(struct version_edit *e, struct slice rec, const char *name);
 
@@ -173,6 +190,12 @@ struct version_set {
 	int manifest_stale;
 	struct vtree **trees;         /* index = position, not id */
 	size_t ntrees;
+	/*
+	 * The failed logs recorded (tag 11), oldest first; a new manifest keeps
+	 * those a live tree may still need (number >= vs_min_log_number).
+	 */
+	struct failed_log *failed;
+	size_t nfailed;
 	struct version live;          /* list head of live versions */
 };
 
@@ -181,6 +204,14 @@ struct vtree *vs_tree(struct version_set *vs, uint32_t id);
 struct vtree *vs_tree_by_name(struct version_set *vs, const char *name);
 /* The smallest log number any live tree still needs. */
 uint64_t vs_min_log_number(struct version_set *vs);
+/* The failed log with this number (tag 11), or NULL. */
+const struct failed_log *vs_failed_log(const struct version_set *vs, uint64_t number);
+/*
+ * Record a failed log in memory; a later record of the same log replaces
+ * the earlier one.  Only the next new manifest carries it: to log it now,
+ * put it in an edit (edit_add_failed_log) for vs_log_and_apply.
+ */
+void vs_add_failed_log(struct version_set *vs, const struct failed_log *fl);
 
 struct version_set *vs_new(const char *dir, struct kv_env *env, const struct kv_options *opt,
 			   struct table_cache *tc);
