@@ -13,7 +13,8 @@
 # ends with `fs_unmount` (an assertion of its own: the daemon exits 0 and
 # printed no sanitizer report) and `done_testing`.  If anything stops the
 # script early, the EXIT trap unmounts with fusermount3 -u (lazily if the
-# mount is busy), kills the daemon if it outlives its mount, and removes the
+# mount is busy), kills the daemon if it outlives its mount, unmounts the
+# file systems named in $fs_extra_fs (a tmpfs of the script's), and removes the
 # scratch directory.
 
 LC_ALL=C
@@ -375,6 +376,10 @@ fs_cleanup() {
 	done
 	for _p in ${fs_extra_pids:-}; do
 		kill -KILL "$_p" 2>/dev/null
+	done
+	# file systems a script mounted itself (a small tmpfs for DATADIR)
+	for _m in ${fs_extra_fs:-}; do
+		umount "$_m" 2>/dev/null || umount -l "$_m" 2>/dev/null
 	done
 	# never remove a directory that is still a mount point
 	if ! fs_is_mounted "$MNT" && ! fs_is_mounted "$T/mnt2"; then
