@@ -99,28 +99,6 @@ up() {
 	fi
 }
 
-# try_mount DESCRIPTION: mount as fs_mount does, but a daemon that does not
-# mount is a failed assertion (with its log), not the end of the script
-try_mount() {
-	fs_nlog=$((fs_nlog + 1))
-	"$SMOLFS" -f "$DATADIR" "$MNT" >"$(_daemon_log)" 2>&1 &
-	fs_pid=$!
-	fs_mounted=$MNT
-	if fs_wait_mounted "$MNT"; then
-		ok "$1"
-		return 0
-	fi
-	kill -KILL "$fs_pid" 2>/dev/null
-	wait "$fs_pid" 2>/dev/null
-	fs_pid=
-	fs_force_unmount "$MNT"
-	fs_mounted=
-	not_ok "$1"
-	echo "# free space in DATADIR: $(df -k "$DATADIR" | awk 'NR == 2 { print $4 }') KiB; daemon log:"
-	diag_file "$(_daemon_log)"
-	return 1
-}
-
 # ---------------------------------------------------------------- full
 fill q
 diag "$(wc -l <"$T/acked") cells of 24 KiB acknowledged before the disk filled"
@@ -151,7 +129,7 @@ up "the daemon is still up and lists exactly the acknowledged cells"
 fs_unmount "unmount with the disk full: the daemon exits 0"
 
 # ---------------------------------------------------------------- remount
-if try_mount "the database mounts again with its disk still full"; then
+if fs_try_mount "the database mounts again with its disk still full"; then
 	acked_read_back "after that remount every acknowledged cell reads back"
 	fs_unmount
 else
@@ -159,7 +137,7 @@ else
 	skip "it did not mount" "unmount"
 fi
 rm -f "$DATADIR/ballast2"
-if try_mount "with the ballast gone, the database mounts"; then
+if fs_try_mount "with the ballast gone, the database mounts"; then
 	acked_read_back "after the remount every acknowledged cell reads back"
 	fs_unmount
 else
