@@ -9,11 +9,13 @@
 # daemon stays up and its log names the damaged file; a listing of the table
 # completes or stops with EIO.  While unmounted, on a new database: garbage
 # appended after the last record of the newest log is ignored at mount (every
-# cell still reads back), and a damaged MANIFEST stops the mount: smolfs
-# exits non-zero with a message naming the file.  (smolfs(5) has the files.)
+# cell still reads back), so is a last record cut short (the cells before it
+# read back, its own is whole or absent), and a damaged MANIFEST stops the
+# mount: smolfs exits non-zero with a message naming the file.  (smolfs(5)
+# has the files.)
 . "${SMOLFS_SRCDIR:-.}/tests/fs_lib.sh"
 
-plan 20
+plan 24
 
 # flip FILE OFFSET N: invert N bytes of FILE from OFFSET, in place
 flip() {
@@ -158,9 +160,36 @@ if fs_try_mount "200 bytes of garbage after the last record of $log: the databas
 		i=$((i + 1))
 	done
 	same_files "$T/want" "$T/got" "every cell reads back"
+	sh_run "for i in 0 1 2 3 4; do '$FS_OP' write '$MNT/t/r/f/d'\$i w\$i >/dev/null || exit 1; done"
+	succeeds "five more cells written"
 	fs_unmount
 else
 	skip "it did not mount" "every cell reads back"
+	skip "it did not mount" "five more cells written"
+	skip "it did not mount" "unmount"
+fi
+
+# the newest log cut 3 bytes short: its last record (cell d4) is a torn tail
+log=$(ls "$DATADIR" | grep -E '^[0-9]+\.log$' | sort | tail -n 1)
+run "$FS_OP" truncate "$DATADIR/$log" $(($(size "$DATADIR/$log") - 3))
+if fs_try_mount "$log cut 3 bytes short, in its last record: the database mounts"; then
+	i=0
+	: >"$T/got"
+	while [ "$i" -lt 4 ]; do
+		echo "w$i" >>"$T/want"
+		i=$((i + 1))
+	done
+	for c in c0 c1 c2 c3 c4 c5 c6 c7 c8 c9 c10 c11 c12 c13 c14 c15 c16 c17 c18 c19 d0 d1 d2 d3; do
+		cat "$MNT/t/r/f/$c" >>"$T/got" 2>&1
+	done
+	if [ -e "$MNT/t/r/f/d4" ]; then
+		cat "$MNT/t/r/f/d4" >>"$T/got" 2>&1
+		echo w4 >>"$T/want"
+	fi
+	same_files "$T/want" "$T/got" "every cell before the torn record reads back, and that one is whole or absent"
+	fs_unmount
+else
+	skip "it did not mount" "every cell before the torn record reads back"
 	skip "it did not mount" "unmount"
 fi
 
