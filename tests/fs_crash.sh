@@ -13,8 +13,10 @@
 #       distinct values: a pair is never seen half swapped (both with one
 #       value, or one of them gone)
 # A write is acknowledged when the call that ends it (close, fsync and
-# close, rename) returned 0; only then does its writer log it.  After each
-# cycle the database is unmounted and `smolctl check` must find it clean.
+# close, rename) returned 0; only then does its writer log it.  Before the
+# remount that reads the cells, the daemon is started once more and killed
+# 0 to 40 ms later, during its recovery or soon after.  After each cycle
+# the database is unmounted and `smolctl check` must find it clean.
 # SMOLFS_CRASH_CYCLES cycles (10 by default; `make check-crash CYCLES=N`),
 # kill points drawn from SMOLFS_TEST_SEED (printed, to replay a failure).
 . "${SMOLFS_SRCDIR:-.}/tests/fs_lib.sh"
@@ -120,6 +122,8 @@ nlost=0
 nhalf=0
 nerr=0
 nidle=0
+nstartup_mounted=0     # second kills after the mount appeared
+nstartup_recovered=0   # after the new manifest, before the mount
 nunmount=0
 ncheck=0
 cy=1
@@ -160,6 +164,25 @@ while [ "$cy" -le "$cycles" ]; do
 		diag "cycle $cy: a writer failed before the kill:"
 		diag_file "$T/errs"
 	fi
+
+	# ---------------------------------------------------------- kill at startup
+	# a second SIGKILL, 0 to 40 ms after the daemon starts: during its
+	# recovery (the log replayed into a level-0 table, a new manifest) or
+	# soon after the mount (the dead daemon's mount stays in the table)
+	d=$(awk -v ms="$(rnd "$((cy + 100000))" 0 40)" 'BEGIN { printf "%.3f", ms / 1000 }')
+	m=$(cat "$DATADIR/CURRENT")
+	fs_nlog=$((fs_nlog + 1))
+	"$SMOLFS" -f "$DATADIR" "$MNT" >"$(_daemon_log)" 2>&1 &
+	p=$!
+	sleep "$d"
+	kill -KILL "$p" 2>/dev/null
+	wait "$p" 2>/dev/null
+	if fs_is_mounted "$MNT"; then
+		nstartup_mounted=$((nstartup_mounted + 1))
+	elif [ "$(cat "$DATADIR/CURRENT")" != "$m" ]; then
+		nstartup_recovered=$((nstartup_recovered + 1))
+	fi
+	fs_force_unmount "$MNT"
 
 	# ---------------------------------------------------------- remount, read
 	fs_mount
@@ -215,6 +238,7 @@ while [ "$cy" -le "$cycles" ]; do
 done
 
 diag "cycles $ncycles, writes acknowledged $nacked, writes lost $nlost"
+diag "second kills 0-40 ms after a start: $((ncycles - nstartup_mounted - nstartup_recovered)) before a new manifest, $nstartup_recovered after it and before the mount, $nstartup_mounted after the mount"
 check "$nidle" "every cycle acknowledged writes before the kill ($nidle cycles without)"
 check "$nerr" "no write failed before the kill ($nerr failures)"
 check "$nlost" "every acknowledged write reads back after SIGKILL and remount ($nlost lost of $nacked)"
