@@ -13,7 +13,8 @@
 # ends with `fs_unmount` (an assertion of its own: the daemon exits 0 and
 # printed no sanitizer report) and `done_testing`.  If anything stops the
 # script early, the EXIT trap unmounts with fusermount3 -u (lazily if the
-# mount is busy), kills the daemon if it outlives its mount, and removes the
+# mount is busy), kills the daemon if it outlives its mount, unmounts the
+# file systems named in $fs_extra_fs (a tmpfs of the script's), and removes the
 # scratch directory.
 
 LC_ALL=C
@@ -270,6 +271,28 @@ fs_mount() {
 	fi
 }
 
+# fs_try_mount DESCRIPTION: mount as fs_mount does, but a daemon that does not
+# mount is a failed assertion (with its log), not the end of the script
+fs_try_mount() {
+	fs_nlog=$((fs_nlog + 1))
+	"$SMOLFS" -f "$DATADIR" "$MNT" >"$(_daemon_log)" 2>&1 &
+	fs_pid=$!
+	fs_mounted=$MNT
+	if fs_wait_mounted "$MNT"; then
+		ok "$1"
+		return 0
+	fi
+	kill -KILL "$fs_pid" 2>/dev/null
+	wait "$fs_pid" 2>/dev/null
+	fs_pid=
+	fs_force_unmount "$MNT"
+	fs_mounted=
+	not_ok "$1"
+	echo "# free space in DATADIR: $(df -k "$DATADIR" | awk 'NR == 2 { print $4 }') KiB; the daemon's log:"
+	diag_file "$(_daemon_log)"
+	return 1
+}
+
 # fs_wait_mounted MNT: 0 once MNT is a mount point answered by a daemon,
 # 1 after the timeout or if the daemon exits first
 fs_wait_mounted() {
@@ -375,6 +398,10 @@ fs_cleanup() {
 	done
 	for _p in ${fs_extra_pids:-}; do
 		kill -KILL "$_p" 2>/dev/null
+	done
+	# file systems a script mounted itself (a small tmpfs for DATADIR)
+	for _m in ${fs_extra_fs:-}; do
+		umount "$_m" 2>/dev/null || umount -l "$_m" 2>/dev/null
 	done
 	# never remove a directory that is still a mount point
 	if ! fs_is_mounted "$MNT" && ! fs_is_mounted "$T/mnt2"; then
