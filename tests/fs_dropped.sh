@@ -6,7 +6,7 @@
 # works as a fresh one, under the same paths, at once.
 . "${SMOLFS_SRCDIR:-.}/tests/fs_lib.sh"
 
-plan 17
+plan 18
 
 fs_mount
 cd "$MNT" || exit 1
@@ -64,8 +64,21 @@ succeeds "table t with family f, cells q and w"
 exec 3< t/r/f/q
 exec 4>> t/r/f/w
 hold_dir "$MNT/t/r"
+# a writer that wrote before the drop and closes after it (tests/fs_op hold)
+rm -f "$T/hold.in"
+mkfifo "$T/hold.in"
+"$FS_OP" hold "$MNT/t/r/f/h" "written before the drop" < "$T/hold.in" > "$T/hold.out" 2>&1 &
+hold_pid=$!
+fs_extra_pids="${fs_extra_pids:-} $hold_pid"
+exec 7> "$T/hold.in"
+echo >&7
+_n=0
+until grep -q written "$T/hold.out" || [ "$_n" -ge $((FS_TIMEOUT * 10)) ]; do
+	sleep 0.1
+	_n=$((_n + 1))
+done
 sh_run 'rm -rf t'
-succeeds "rm -rf t drops the table while a reader, a writer and a working directory hold it"
+succeeds "rm -rf t drops the table while a reader, two writers and a working directory hold it"
 sh_run 'mkdir t t/.families/f && mkdir -p t/r/f && echo new > t/r/f/q && echo n2 > t/r/f/q2'
 succeeds "t made again under the same name: a family, a row, two cells"
 run cat t/r/f/q t/r/f/q2
@@ -79,6 +92,15 @@ q
 q2
 OUT
 old_io table
+echo >&7
+exec 7>&-
+wait "$hold_pid"
+if [ "$(tail -n 1 "$T/hold.out")" = "close ESTALE" ]; then
+	ok "the close of a file written before the drop fails with ESTALE"
+else
+	not_ok "the close of a file written before the drop fails with ESTALE"
+	diag_file "$T/hold.out"
+fi
 if [ "$(cat "$T/held.status")" -ne 0 ] && grep -q 'Stale file handle' "$T/held.err"; then
 	ok "ls in a working directory of the old table fails with ESTALE"
 else
@@ -87,7 +109,7 @@ else
 	diag_file "$T/held.err"
 fi
 run ls t/r/f
-out_is "closing the old writer put nothing into the new table" <<'OUT'
+out_is "closing the old writers put nothing into the new table" <<'OUT'
 q
 q2
 OUT
