@@ -24,8 +24,10 @@
  *
  * Locks, in the order they are taken:
  *   fs.lock     the inode table, every node's nlookup/generation/cached_ts,
- *               and the empty-directory set; held only for table operations,
- *               never across a database call or a reply
+ *               the empty-directory set and the ring of open handles; held
+ *               only for table operations, never across a database call
+ *               (the ids of a table or family are looked up before it is
+ *               taken) or a reply
  *   handle.lock one open file's buffer
  */
 #ifndef SMOLFS_FS_FS_H
