@@ -11,10 +11,23 @@
  * cache, not the database.  Two names hashing to one number (not seen in
  * practice: 64 bits) are told apart by probing, logged.
  *
+ * A name that is removed (unlink, rmdir, a rename over it) leaves its node
+ * detached: the kernel may still hold that inode (an open file, a working
+ * directory), and it lives until the kernel forgets it.  The name made
+ * again is a new node with another number (the next free one after the
+ * hash) -- never the old number with a new generation, which makes the
+ * kernel mark the inode it holds as bad and answer EIO to everyone using
+ * it.  Likewise a node remembers the id of its table and family
+ * (tbl_table_id, tbl_family_id: never reused): a table or family dropped and
+ * created again under the same name gets new nodes, and the old ones answer
+ * ESTALE (ops.c).
+ *
  * Locks, in the order they are taken:
  *   fs.lock     the inode table, every node's nlookup/generation/cached_ts,
- *               and the empty-directory set; held only for table operations,
- *               never across a database call or a reply
+ *               the empty-directory set and the ring of open handles; held
+ *               only for table operations, never across a database call
+ *               (the ids of a table or family are looked up before it is
+ *               taken) or a reply
  *   handle.lock one open file's buffer
  */
 #ifndef SMOLFS_FS_FS_H
@@ -52,14 +65,26 @@ extern const char *const fs_attr_names[FS_ATTR_COUNT];
 
 struct fs_handle;
 
+/*
+ * What every open file and directory handle (ops.c) begins with: its link
+ * in fs.opens, so that handles the kernel never released (SIGTERM while
+ * files are open, an unmount racing the last release) are freed at exit,
+ * before the database closes.
+ */
+struct fs_open {
+	struct fs_open *prev, *next;
+	int dir;                    /* a struct fs_dir, else a struct fs_handle */
+};
+
 struct fs_node {
 	uint64_t ino;
 	uint64_t parent;            /* the parent's ino (0 for the root) */
 	char *name;                 /* the name in the parent (NUL-terminated) */
 	size_t name_len;
 	uint64_t nlookup;           /* the kernel's references (lookup, create, readdirplus) */
-	uint64_t generation;        /* bumped when the name is removed, so a re-created
-				       directory is a new inode for the kernel */
+	uint64_t generation;        /* of this number: numbers of forgotten nodes come back */
+	uint64_t table_id;          /* tbl_table_id of its table when made (0: none) */
+	uint64_t family_id;         /* tbl_family_id of its family when made (0: none) */
 	uint64_t cached_ts;         /* version whose text the kernel may cache (keep_cache) */
 	uint64_t dirty_len;         /* size of an open handle's unsaved text, if dirty_open */
 	unsigned dirty_open;        /* handles open for writing */
@@ -76,7 +101,7 @@ struct fs_node {
 	size_t qual_len;
 	uint64_t ts;                /* CELL: 0 = the newest version, else that version */
 	int attr;                   /* FAMATTR: enum fs_attr */
-	int detached;               /* its name now belongs to another node (rename) */
+	int detached;               /* its name was removed or belongs to another node */
 	void **graves;              /* key fields replaced by a rename, freed with the node
 				       (a request in flight may still read them) */
 	size_t ngraves;
@@ -90,6 +115,7 @@ struct fs_config {
 	size_t max_value_size;      /* 0: the table layer's default */
 	int sync;                   /* every commit synced */
 	int ro;
+	int singlethread;           /* -s: one thread serves every request */
 	double timeout;             /* entry and attribute timeout, seconds */
 };
 
@@ -108,6 +134,7 @@ struct fs {
 	size_t nnodes;
 	struct fs_node root;
 	struct fs_empty *empties;   /* empty row and family directories, under lock */
+	struct fs_open opens;       /* head of the ring of open handles, under lock */
 	struct fs_scratch *scratch; /* files in .families/<fam>/ (ops.c), under lock */
 	struct fs_recent *recent;   /* cells a process made through q@ts (ops.c), under lock */
 	struct fs_empty *emptied;   /* a family an unlink may have emptied (ops.c), under lock */
@@ -138,7 +165,11 @@ uint64_t fs_child_ino(struct fs *fs, uint64_t parent, const char *name, size_t l
 struct fs_node *fs_node_get(struct fs *fs, uint64_t ino);
 /*
  * Find or add the child node described by tmpl (kind and key fields, which
- * are copied), and count one kernel reference.  NULL on ENOMEM.
+ * are copied), and count one kernel reference.  NULL on ENOMEM.  The node
+ * takes the ids of its table and family: looked up for a table or family
+ * directory, else the parent's.  A node found under the name with other
+ * ids stands for a dropped table or family: it is detached, and a new node
+ * made.  Call without fs.lock (the ids are a database call).
  */
 struct fs_node *fs_node_ref(struct fs *fs, struct fs_node *parent, const char *name, size_t len,
 			    const struct fs_node *tmpl);
@@ -146,7 +177,7 @@ struct fs_node *fs_node_ref(struct fs *fs, struct fs_node *parent, const char *n
 void fs_node_unref(struct fs *fs, struct fs_node *n, uint64_t count);
 /* The kernel forgot count references. */
 void fs_forget(struct fs *fs, uint64_t ino, uint64_t count);
-/* The name (parent, name) was removed: a re-created one is a new inode to the kernel. */
+/* The name (parent, name) was removed: its node is detached, a re-created one is another. */
 void fs_name_removed(struct fs *fs, uint64_t parent, const char *name, size_t len);
 /*
  * A cell was renamed from (parent, name) to (newparent, newname), whose key
@@ -190,5 +221,11 @@ void fs_notify_stop(struct fs *fs);
 extern const struct fuse_lowlevel_ops fs_ops;
 /* Free the temporary files kept in .families/<fam>/ and the like (at exit). */
 void fs_scratch_free(struct fs *fs);
+/*
+ * Free the handles the kernel never released, with no commit: a write
+ * whose file was not closed is not committed.  At exit, once no request is
+ * served any more, before tbl_close (a directory handle may hold a scan).
+ */
+void fs_handles_free(struct fs *fs);
 
 #endif

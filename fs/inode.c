@@ -123,14 +123,21 @@ static struct fs_node *find_ino(struct fs *fs, uint64_t ino)
 	return NULL;
 }
 
-/* The number for a new name: its hash, or the next free one after a collision. */
+/*
+ * The number for a new name: its hash, or the next free one after it.  A
+ * number held by a detached node of the same name (removed, the kernel
+ * still holds it) is expected; another name's is a collision, logged.
+ */
 static uint64_t pick_ino(struct fs *fs, uint64_t parent, const char *name, size_t len)
 {
 	uint64_t ino = ino_of_hash(hash_name(parent, name, len));
+	struct fs_node *o;
 
-	while (ino == FUSE_ROOT_ID || find_ino(fs, ino)) {
-		fuse_log(FUSE_LOG_WARNING, "smolfs: inode number collision for %.*s\n", (int)len,
-			 name);
+	while (ino == FUSE_ROOT_ID || (o = find_ino(fs, ino))) {
+		if (ino != FUSE_ROOT_ID && !(o->detached && o->parent == parent &&
+					    o->name_len == len && !memcmp(o->name, name, len)))
+			fuse_log(FUSE_LOG_WARNING, "smolfs: inode number collision for %.*s\n",
+				 (int)len, name);
 		ino = ino_of_hash(ino + 1);
 	}
 	return ino;
@@ -183,6 +190,7 @@ static void grow(struct fs *fs)
 
 int fs_init(struct fs *fs)
 {
+	fs->opens.prev = fs->opens.next = &fs->opens;
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_mutex_init(&fs->nlock, NULL);
 	pthread_cond_init(&fs->ncond, NULL);
@@ -307,14 +315,67 @@ static void *dup_bytes(const void *p, size_t n)
 
 static uint64_t generation_counter;
 
+/* The name goes; the node stays for the kernel, which may hold it, until forgotten. */
+static void detach(struct fs *fs, struct fs_node *n)
+{
+	unlink_name(fs, n);
+	n->detached = 1;
+	n->cached_ts = 0;
+}
+
+/*
+ * The id of the family a node described by t belongs to: a family's
+ * schema directory and a cell stand for one incarnation of the family, so
+ * theirs is looked up (0 when there is none: never found stale); a
+ * setting's is its schema directory's.  A row's family directory is a name
+ * only: what a new family of that name holds shows in it.
+ */
+static uint64_t family_id_of(struct fs *fs, const struct fs_node *parent,
+			     const struct fs_node *t)
+{
+	uint64_t id;
+
+	switch (t->kind) {
+	case FS_FAMDEF:
+	case FS_CELL:
+	case FS_TEMP:
+		return tbl_family_id(fs->db, t->table, t->family, &id) == 0 ? id : 0;
+	case FS_FAMATTR:
+		return parent ? parent->family_id : 0;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * The ids of what a child described by t stands for: a table's is looked
+ * up, the rest have their parent's, so that everything under a dropped
+ * table is stale with it.
+ */
+static void child_ids(struct fs *fs, const struct fs_node *parent, const struct fs_node *t,
+		      uint64_t *table_id, uint64_t *family_id)
+{
+	*table_id = parent->table_id;
+	if (t->kind == FS_TABLE && tbl_table_id(fs->db, t->table, table_id) < 0)
+		*table_id = 0;
+	*family_id = family_id_of(fs, parent, t);
+}
+
 struct fs_node *fs_node_ref(struct fs *fs, struct fs_node *parent, const char *name, size_t len,
 			    const struct fs_node *t)
 {
+	uint64_t table_id = 0, family_id = 0;
 	struct fs_node *n;
 	size_t b;
 
+	if (t->table)
+		child_ids(fs, parent, t, &table_id, &family_id);
 	pthread_mutex_lock(&fs->lock);
 	n = find_name(fs, parent->ino, name, len);
+	if (n && (n->table_id != table_id || n->family_id != family_id)) {
+		detach(fs, n);   /* its table or family was dropped and made again */
+		n = NULL;
+	}
 	if (n) {
 		n->nlookup++;
 		pthread_mutex_unlock(&fs->lock);
@@ -335,7 +396,8 @@ struct fs_node *fs_node_ref(struct fs *fs, struct fs_node *parent, const char *n
 	n->qual_len = t->qual_len;
 	n->ts = t->ts;
 	n->attr = t->attr;
-	n->kind = t->kind;   /* a temporary file becomes a cell */
+	n->table_id = table_id;
+	n->family_id = family_id;
 	if (!n->name || (t->table && !n->table) || (t->family && !n->family) ||
 	    (t->row && !n->row) || (t->qual && !n->qual)) {
 		node_free(n);
@@ -399,8 +461,12 @@ void fs_forget(struct fs *fs, uint64_t ino, uint64_t count)
 	pthread_mutex_unlock(&fs->lock);
 }
 
-/* Give n a new name and cell key; the old strings stay readable until n is freed. */
-static int rekey(struct fs *fs, struct fs_node *n, uint64_t parent, const char *name, const struct fs_node *t)
+/*
+ * Give n a new name, cell key and (a cell) family id; the old strings stay
+ * readable until n is freed.
+ */
+static int rekey(struct fs *fs, struct fs_node *n, uint64_t family_id, uint64_t parent,
+		 const char *name, const struct fs_node *t)
 {
 	void **g = realloc(n->graves, (n->ngraves + 3) * sizeof(*g));
 	char *nm = strdup(name), *fam = t->family ? strdup(t->family) : NULL;
@@ -428,6 +494,8 @@ static int rekey(struct fs *fs, struct fs_node *n, uint64_t parent, const char *
 	n->attr = t->attr;
 	n->kind = t->kind;   /* a temporary file becomes a cell */
 	n->cached_ts = 0;
+	if (t->kind == FS_CELL || t->kind == FS_TEMP)   /* a setting stays in its family */
+		n->family_id = family_id;
 	link_cell(fs, n);
 	return 0;
 }
@@ -437,8 +505,12 @@ void fs_node_renamed(struct fs *fs, uint64_t parent, const char *name, uint64_t 
 		     int exchange)
 {
 	struct fs_node *s, *d;
+	uint64_t sfam, dfam;
 	int rc = 0;
 
+	/* a cell moved to another family is of that family's incarnation */
+	sfam = family_id_of(fs, NULL, src);
+	dfam = family_id_of(fs, NULL, dst);
 	pthread_mutex_lock(&fs->lock);
 	s = find_name(fs, parent, name, strlen(name));
 	d = find_name(fs, newparent, newname, strlen(newname));
@@ -446,10 +518,9 @@ void fs_node_renamed(struct fs *fs, uint64_t parent, const char *name, uint64_t 
 		unlink_name(fs, s);
 	if (d) {
 		unlink_name(fs, d);
-		d->generation = ++generation_counter;
 		d->cached_ts = 0;
 		if (exchange) {
-			rc = rekey(fs, d, parent, name, src);
+			rc = rekey(fs, d, sfam, parent, name, src);
 			if (rc == 0)
 				link_name(fs, d);
 			else
@@ -459,7 +530,7 @@ void fs_node_renamed(struct fs *fs, uint64_t parent, const char *name, uint64_t 
 		}
 	}
 	if (s) {
-		rc = rekey(fs, s, newparent, newname, dst);
+		rc = rekey(fs, s, dfam, newparent, newname, dst);
 		if (rc == 0)
 			link_name(fs, s);
 		else
@@ -476,10 +547,8 @@ void fs_name_removed(struct fs *fs, uint64_t parent, const char *name, size_t le
 
 	pthread_mutex_lock(&fs->lock);
 	n = find_name(fs, parent, name, len);
-	if (n) {
-		n->generation = ++generation_counter;
-		n->cached_ts = 0;
-	}
+	if (n)
+		detach(fs, n);
 	pthread_mutex_unlock(&fs->lock);
 }
 

@@ -354,6 +354,7 @@ int main(int argc, char *argv[])
 		daemon_ready(dfd);
 		dfd = -1;
 	}
+	fs.cfg.singlethread = co.singlethread;
 	if (co.singlethread) {
 		rc = fuse_session_loop(fs.se);
 	} else {
@@ -388,6 +389,8 @@ close:
 		fuse_session_destroy(fs.se);
 	if (lc)
 		fuse_loop_cfg_destroy(lc);
+	/* no request is served any more: what the kernel never released goes first */
+	fs_handles_free(&fs);
 	if (fs.db) {
 		rc = tbl_close(fs.db);
 		if (rc < 0) {

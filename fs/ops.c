@@ -1018,6 +1018,26 @@ static int is_dir_kind(enum fs_kind k)
 
 /* ------------------------------------------------------------ lookup, forget, getattr */
 
+/*
+ * Does n belong to a table or family that was dropped and created again
+ * under its name?  Then it, and every file open on it, is of the old one:
+ * requests answer ESTALE (a path walked again reaches the new one: the
+ * kernel retries a lookup that met ESTALE, and the name gives a new node).
+ * While the name is not taken again, n answers as a removed file or
+ * directory does.  Cost: two lookups in the schema, in memory.
+ */
+static int node_stale(struct fs *fs, const struct fs_node *n)
+{
+	uint64_t id;
+
+	if (n->table_id && tbl_table_id(fs->db, n->table, &id) == 0 && id != n->table_id)
+		return 1;
+	if (n->family_id && tbl_family_id(fs->db, n->table, n->family, &id) == 0 &&
+	    id != n->family_id)
+		return 1;
+	return 0;
+}
+
 static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fs *fs = req_fs(req);
@@ -1028,7 +1048,7 @@ static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	size_t len = strlen(name);
 	int rc;
 
-	if (!p)
+	if (!p || node_stale(fs, p))
 		return reply_err(req, -ESTALE, "lookup", NULL);
 	request_pid = fuse_req_ctx(req)->pid;
 	rc = child_template(p, name, len, &t, scratch);
@@ -1092,7 +1112,7 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct stat st;
 	int rc;
 
-	if (!n)
+	if (!n || node_stale(fs, n))
 		return reply_err(req, -ESTALE, "getattr", NULL);
 	request_pid = fuse_req_ctx(req)->pid;
 	rc = node_stat(fs, n, ino, &st);
@@ -1147,6 +1167,22 @@ static void inval_cell(struct fs *fs, const char *table, const void *row, size_t
  * stale positive entry would send an open that can only fail ENOENT).
  * Unlink does not drop them (inval_one says why).
  */
+/*
+ * Invalidate an inode's attributes and pages before the reply.  With -s it
+ * is queued instead: the kernel would wait for a page lock held by a reader
+ * whose read waits for the one thread that serves requests, stuck in the
+ * invalidation (seen under tests/fs_recreate.sh).  Queued, it leaves to -s
+ * the race that fs_flush's own invalidation closes (inval_sync_ino).
+ */
+static int inval_now(struct fs *fs, uint64_t ino)
+{
+	if (fs->cfg.singlethread) {
+		fs_notify_inode(fs, ino);
+		return 0;
+	}
+	return fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
+}
+
 static void inval_version_one(struct fs *fs, struct fs_node *n, void *arg)
 {
 	/* the flushing name itself holds the version just written: inval_one */
@@ -1280,6 +1316,7 @@ struct dpos {
 };
 
 struct fs_dir {
+	struct fs_open open;        /* first: fs.opens links it */
 	pthread_mutex_t lock;
 	struct fs_node *node;
 	off_t next_off;             /* offset of the next entry to give */
@@ -2039,6 +2076,66 @@ static void dir_consume(struct fs_dir *d)
 	d->next_off++;
 }
 
+/* ------------------------------------------------------------ open handles */
+
+static void open_link(struct fs *fs, struct fs_open *o, int dir)
+{
+	o->dir = dir;
+	pthread_mutex_lock(&fs->lock);
+	o->prev = &fs->opens;
+	o->next = fs->opens.next;
+	o->next->prev = o;
+	fs->opens.next = o;
+	pthread_mutex_unlock(&fs->lock);
+}
+
+static void open_unlink(struct fs *fs, struct fs_open *o)
+{
+	pthread_mutex_lock(&fs->lock);
+	o->prev->next = o->next;
+	o->next->prev = o->prev;
+	pthread_mutex_unlock(&fs->lock);
+}
+
+static void dir_free(struct fs *fs, struct fs_dir *d)
+{
+	open_unlink(fs, &d->open);
+	pthread_mutex_lock(&d->lock);   /* a readdir finishing after its reply */
+	dir_reset(d);
+	pthread_mutex_unlock(&d->lock);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+}
+
+static void handle_free(struct fs *fs, struct fs_handle *h);
+
+void fs_handles_free(struct fs *fs)
+{
+	unsigned long files = 0, dirs = 0;
+
+	if (!fs->opens.next)
+		return;   /* fs_init never ran */
+	for (;;) {
+		struct fs_open *o;
+
+		pthread_mutex_lock(&fs->lock);
+		o = fs->opens.next;
+		pthread_mutex_unlock(&fs->lock);
+		if (o == &fs->opens)
+			break;
+		if (o->dir) {
+			dir_free(fs, (struct fs_dir *)o);
+			dirs++;
+		} else {
+			handle_free(fs, (struct fs_handle *)o);
+			files++;
+		}
+	}
+	if (files || dirs)
+		fuse_log(FUSE_LOG_NOTICE, "smolfs: at exit, %lu files and %lu directories were "
+			 "still open; writes not closed were not committed\n", files, dirs);
+}
+
 static void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = req_fs(req);
@@ -2047,7 +2144,7 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct stat st;
 	int rc;
 
-	if (!n)
+	if (!n || node_stale(fs, n))
 		return reply_err(req, -ESTALE, "opendir", NULL);
 	if (!is_dir_kind(n->kind))
 		return reply_err(req, -ENOTDIR, "opendir", n);
@@ -2059,12 +2156,12 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		return reply_err(req, -ENOMEM, "opendir", n);
 	pthread_mutex_init(&d->lock, NULL);
 	d->node = n;
+	open_link(fs, &d->open, 1);
 	fi->fh = (uint64_t)(uintptr_t)d;
 	rc = fuse_reply_open(req, fi);
 	if (rc < 0) {
 		reply_failed("opendir", rc);
-		pthread_mutex_destroy(&d->lock);
-		free(d);
+		dir_free(fs, d);
 	}
 }
 
@@ -2086,6 +2183,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	int rc = 0;
 
 	request_pid = fuse_req_ctx(req)->pid;
+	if (node_stale(fs, d->node))
+		return reply_err(req, -ESTALE, "readdir", d->node);
 	buf = malloc(size ? size : 1);
 	if (!buf)
 		return reply_err(req, -ENOMEM, "readdir", d->node);
@@ -2194,13 +2293,7 @@ static void fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 
 static void fs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct fs_dir *d = (struct fs_dir *)(uintptr_t)fi->fh;
-
-	pthread_mutex_lock(&d->lock);   /* a readdir finishing after its reply */
-	dir_reset(d);
-	pthread_mutex_unlock(&d->lock);
-	pthread_mutex_destroy(&d->lock);
-	free(d);
+	dir_free(req_fs(req), (struct fs_dir *)(uintptr_t)fi->fh);
 	reply_failed("releasedir", fuse_reply_err(req, 0));
 }
 
@@ -2240,7 +2333,7 @@ static void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	struct stat st;
 	int rc;
 
-	if (!p)
+	if (!p || node_stale(fs, p))
 		return reply_err(req, -ESTALE, "mkdir", NULL);
 	if (fs->cfg.ro)
 		return reply_err(req, -EROFS, "mkdir", p);
@@ -2302,7 +2395,7 @@ static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	char scratch[FS_NAME_MAX + 1];
 	int rc;
 
-	if (!p)
+	if (!p || node_stale(fs, p))
 		return reply_err(req, -ESTALE, "rmdir", NULL);
 	request_pid = fuse_req_ctx(req)->pid;
 	if (fs->cfg.ro)
@@ -2412,6 +2505,7 @@ static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 /* ------------------------------------------------------------ open files */
 
 struct fs_handle {
+	struct fs_open open;        /* first: fs.opens links it */
 	pthread_mutex_t lock;
 	struct fs_node *node;
 	char *data;                 /* the file's text */
@@ -2578,6 +2672,12 @@ static int handle_commit(struct fs *fs, struct fs_handle *h, unsigned flags, int
 
 	memset(m, 0, sizeof(m));
 
+	if (node_stale(fs, n)) {
+		/* its table or family was dropped and made again: nothing goes to the new one */
+		rc = h->dirty && !h->failed ? -ESTALE : 0;
+		h->dirty = 0;
+		return rc;
+	}
 	if (h->failed && h->committed_ts && n->kind == FS_CELL) {
 		/*
 		 * A write of this open was refused: the version its earlier commit
@@ -2622,7 +2722,7 @@ static int handle_commit(struct fs *fs, struct fs_handle *h, unsigned flags, int
 			if (n->attr == FS_ATTR_MAX_VERSIONS || n->attr == FS_ATTR_TTL)
 				fs_each_node(fs, FS_CELL, n->table, n->family, NULL, 0, NULL, 0,
 					     inval_version_one, NULL);
-			fuse_lowlevel_notify_inval_inode(fs->se, n->ino, 0, 0);
+			inval_now(fs, n->ino);
 		}
 		return rc;
 	}
@@ -2774,6 +2874,7 @@ static int open_handle(struct fs *fs, struct fs_node *n, int flags, int created,
 	}   /* a reader loads the text at its first read: a cached one never does */
 	if (h->writable)
 		node_track(fs, h, 1);
+	open_link(fs, &h->open, 0);
 	*out = h;
 	return 0;
 fail:
@@ -2791,6 +2892,7 @@ static void handle_free(struct fs *fs, struct fs_handle *h)
 	 */
 	pthread_mutex_lock(&h->lock);
 	pthread_mutex_unlock(&h->lock);
+	open_unlink(fs, &h->open);
 	if (h->writable)
 		node_track(fs, h, 0);
 	pthread_mutex_destroy(&h->lock);
@@ -2806,7 +2908,7 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	uint64_t shown;
 	int rc;
 
-	if (!n)
+	if (!n || node_stale(fs, n))
 		return reply_err(req, -ESTALE, "open", NULL);
 	request_pid = fuse_req_ctx(req)->pid;
 	if (is_dir_kind(n->kind))
@@ -2890,7 +2992,7 @@ static void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct stat st;
 	int rc;
 
-	if (!p)
+	if (!p || node_stale(fs, p))
 		return reply_err(req, -ESTALE, "create", NULL);
 	request_pid = fuse_req_ctx(req)->pid;
 	if (fs->cfg.ro)
@@ -2975,6 +3077,8 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	int rc;
 
 	handle_used(h);
+	if (node_stale(fs, h->node))
+		return reply_err(req, -ESTALE, "read", h->node);
 	pthread_mutex_lock(&h->lock);
 	rc = handle_load(fs, h);
 	if (rc < 0) {
@@ -3077,6 +3181,8 @@ static void fs_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t si
 	int rc;
 
 	handle_used(h);
+	if (node_stale(fs, h->node))
+		return reply_err(req, -ESTALE, "write", h->node);
 	pthread_mutex_lock(&h->lock);
 	rc = handle_load(fs, h);
 	if (rc < 0)
@@ -3181,7 +3287,7 @@ static void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * which leaves this one out (inval_sync_ino).
 	 */
 	if (committed && h->node->kind == FS_CELL) {
-		rc = fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
+		rc = inval_now(fs, ino);
 		if (rc < 0 && rc != -ENOENT) {
 			fuse_log(FUSE_LOG_WARNING, "smolfs: flush %s: invalidation: %s\n",
 				 node_label(h->node), strerror(-rc));
@@ -3343,7 +3449,7 @@ static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	struct stat st;
 	int rc = 0;
 
-	if (!n)
+	if (!n || node_stale(fs, n))
 		return reply_err(req, -ESTALE, "setattr", NULL);
 	request_pid = fuse_req_ctx(req)->pid;
 	if (fs->cfg.ro && (to_set & (FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_MTIME |
@@ -3455,7 +3561,7 @@ static void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct stat st;
 	int rc;
 
-	if (!p)
+	if (!p || node_stale(fs, p))
 		return reply_err(req, -ESTALE, "unlink", NULL);
 	request_pid = fuse_req_ctx(req)->pid;
 	if (fs->cfg.ro)
@@ -3633,7 +3739,7 @@ static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	char sscratch[FS_NAME_MAX + 1], dscratch[FS_NAME_MAX + 1];
 	int rc;
 
-	if (!p || !np)
+	if (!p || !np || node_stale(fs, p) || node_stale(fs, np))
 		return reply_err(req, -ESTALE, "rename", NULL);
 	if (fs->cfg.ro)
 		return reply_err(req, -EROFS, "rename", p);
@@ -3716,7 +3822,7 @@ static void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	struct stat st;
 	int rc;
 
-	if (!p)
+	if (!p || node_stale(fs, p))
 		return reply_err(req, -ESTALE, "mknod", NULL);
 	if (!S_ISREG(mode) || (p->kind != FS_ROWFAM && p->kind != FS_FAMDEF))
 		return reply_err(req, -EPERM, "mknod", p);
@@ -3795,7 +3901,7 @@ static void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 	size_t len;
 	int rc;
 
-	if (!n)
+	if (!n || node_stale(fs, n))
 		return reply_err(req, -ESTALE, "getxattr", NULL);
 	/*
 	 * Only the user namespace exists here: security labels and ACLs are
@@ -3842,7 +3948,7 @@ static void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	struct fs_node *n = fs_node_get(fs, ino);
 	static const char list[] = XATTR_TYPE;   /* with its NUL */
 
-	if (!n)
+	if (!n || node_stale(fs, n))
 		return reply_err(req, -ESTALE, "listxattr", NULL);
 	if (n->kind != FS_CELL && n->kind != FS_TEMP) {
 		if (size == 0)
@@ -3879,7 +3985,7 @@ static void fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 	char v[16];
 	int rc;
 
-	if (!n)
+	if (!n || node_stale(fs, n))
 		return reply_err(req, -ESTALE, "setxattr", NULL);
 	if ((n->kind != FS_CELL && n->kind != FS_TEMP) || strcmp(name, XATTR_TYPE))
 		return reply_err(req, -ENOTSUP, "setxattr", n);
