@@ -2630,7 +2630,17 @@ static int handle_commit(struct fs *fs, struct fs_handle *h, unsigned flags, int
 			if (n->attr == FS_ATTR_MAX_VERSIONS || n->attr == FS_ATTR_TTL)
 				fs_each_node(fs, FS_CELL, n->table, n->family, NULL, 0, NULL, 0,
 					     inval_version_one, NULL);
-			fuse_lowlevel_notify_inval_inode(fs->se, n->ino, 0, 0);
+			/*
+			 * Never invalidated here, under the handle's lock: the kernel
+			 * waits for the pages that a read of this handle holds, and
+			 * that read waits for the lock (a read and a close of one
+			 * open file at once hung both).  A flush does it after
+			 * unlocking, before it replies; anything else queues it.
+			 */
+			if (n->ino == inval_sync_ino)
+				inval_sync_due = 1;
+			else
+				fs_notify_inode(fs, n->ino);
 		}
 		return rc;
 	}
@@ -3210,7 +3220,7 @@ static void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	handle_used(h);
 	pthread_mutex_lock(&h->lock);
 	committed = h->committed_ts;
-	if (h->node->kind == FS_CELL)
+	if (h->node->kind == FS_CELL || h->node->kind == FS_FAMATTR)
 		inval_sync_ino = ino;
 	inval_sync_due = 0;
 	rc = handle_commit(fs, h, 0, 0);
@@ -3228,7 +3238,7 @@ static void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * lock of it during a flush); its other names follow from the queue,
 	 * which leaves this one out (inval_sync_ino).
 	 */
-	if (committed && h->node->kind == FS_CELL) {
+	if (committed && (h->node->kind == FS_CELL || h->node->kind == FS_FAMATTR)) {
 		rc = fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
 		if (rc < 0 && rc != -ENOENT) {
 			fuse_log(FUSE_LOG_WARNING, "smolfs: flush %s: invalidation: %s\n",

@@ -42,6 +42,11 @@
  *                                   while READERS processes open, read whole and close
  *                                   PATH in a loop: every read must be one whole value
  *                                   written (each value says its own length)
+ *   fs_op readflush PATH ROUNDS     open(O_RDWR); ROUNDS times write a number at 0 and
+ *                                   close a dup of the descriptor (a flush that
+ *                                   commits), while a child process reads the same
+ *                                   open file in a loop: the read and the flush of one
+ *                                   handle at the same time
  */
 #include <dirent.h>
 #include <errno.h>
@@ -456,6 +461,65 @@ static int op_flip(const char *path, int readers, long rounds)
 	return done();
 }
 
+/*
+ * A flush and a read of one open file at the same time: the parent commits
+ * (close of a dup) while its child, sharing the open file, reads it.  A
+ * daemon that invalidated the file's pages while holding the handle that
+ * the read waits for never answered either: this hangs, and the test that
+ * runs it bounds it.
+ */
+static int op_readflush(const char *path, long rounds)
+{
+	char text[32], got[64];
+	volatile int *stop;
+	long k;
+	int fd, status;
+	pid_t pid;
+
+	if (rounds <= 0)
+		return usage();
+	stop = mmap(NULL, sizeof(*stop), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+		    -1, 0);
+	if (stop == MAP_FAILED)
+		return fail("mmap");
+	*stop = 0;
+	fd = open(path, O_RDWR);
+	if (fd < 0)
+		return fail("open");
+	pid = fork();
+	if (pid < 0)
+		return fail_close(fd, "fork");
+	if (pid == 0) {
+		while (!*stop) {
+			ssize_t r = pread(fd, got, sizeof(got) - 1, 0);
+
+			if (r < 0) {
+				fprintf(stderr, "fs_op: read: %s\n", strerror(errno));
+				_exit(1);
+			}
+		}
+		_exit(0);
+	}
+	for (k = 1; k <= rounds; k++) {
+		int d;
+
+		snprintf(text, sizeof(text), "%ld\n", 1000 + k);
+		if (write_all(fd, text, strlen(text), 0, 1) < 0)
+			break;
+		d = dup(fd);
+		if (d < 0 || close(d) != 0) {
+			fprintf(stderr, "fs_op: round %ld: close of a dup: %s\n", k, strerror(errno));
+			break;
+		}
+	}
+	*stop = 1;
+	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		return fail_close(fd, "read");
+	if (k <= rounds)
+		return fail_close(fd, "close");
+	return close(fd) ? fail("close") : done();
+}
+
 int main(int argc, char **argv)
 {
 	const char *op;
@@ -490,6 +554,8 @@ int main(int argc, char **argv)
 		return op_shrink(argv[2], strtol(argv[3], NULL, 10));
 	if (strcmp(op, "flip") == 0 && argc == 5)
 		return op_flip(argv[2], atoi(argv[3]), strtol(argv[4], NULL, 10));
+	if (strcmp(op, "readflush") == 0 && argc == 4)
+		return op_readflush(argv[2], strtol(argv[3], NULL, 10));
 	if (strcmp(op, "mkdir") == 0 && argc == 3)
 		return mkdir(argv[2], 0755) ? fail("mkdir") : done();
 	if (strcmp(op, "rmdir") == 0 && argc == 3)
