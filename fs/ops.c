@@ -1105,6 +1105,9 @@ static void fs_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 	fuse_reply_none(req);
 }
 
+static int reader_stat(struct fs *fs, struct fs_node *n, uint64_t ino, struct fuse_file_info *fi,
+		       struct stat *st);
+
 static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = req_fs(req);
@@ -1115,6 +1118,9 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	if (!n || node_stale(fs, n))
 		return reply_err(req, -ESTALE, "getattr", NULL);
 	request_pid = fuse_req_ctx(req)->pid;
+	if (fi && reader_stat(fs, n, ino, fi, &st))   /* may be stale: not kept but read-only */
+		return reply_failed("getattr", fuse_reply_attr(req, &st, fs->cfg.ro ? fs->cfg.timeout
+									     : 0));
 	rc = node_stat(fs, n, ino, &st);
 	if (rc < 0)
 		return reply_err(req, rc, "getattr", n);
@@ -2519,6 +2525,7 @@ struct fs_handle {
 	enum cell_type type;        /* the type the text is parsed as (CELL_INVALID: family's) */
 	uint64_t stamp;             /* utimensat while dirty: the version's timestamp */
 	uint64_t committed_ts;      /* the version this handle's last commit made */
+	uint64_t shown_ts;          /* a cell's: the version of the text loaded (0: none) */
 	int wrote;                  /* a write or ftruncate happened */
 	size_t checked;             /* a string's text: data[0..checked) is whole UTF-8 */
 	pid_t pid;                  /* the thread that opened it */
@@ -2618,6 +2625,7 @@ static int handle_load(struct fs *fs, struct fs_handle *h)
 		h->len = b.len;
 		b.data = NULL;
 		h->loaded = 1;
+		h->shown_ts = ci.ts;
 		if (h->type == CELL_INVALID)
 			h->type = ci.type;
 	}
@@ -2722,7 +2730,17 @@ static int handle_commit(struct fs *fs, struct fs_handle *h, unsigned flags, int
 			if (n->attr == FS_ATTR_MAX_VERSIONS || n->attr == FS_ATTR_TTL)
 				fs_each_node(fs, FS_CELL, n->table, n->family, NULL, 0, NULL, 0,
 					     inval_version_one, NULL);
-			inval_now(fs, n->ino);
+			/*
+			 * Never invalidated here, under the handle's lock: the kernel
+			 * waits for the pages that a read of this handle holds, and
+			 * that read waits for the lock (a read and a close of one
+			 * open file at once hung both).  A flush does it after
+			 * unlocking, before it replies; anything else queues it.
+			 */
+			if (n->ino == inval_sync_ino)
+				inval_sync_due = 1;
+			else
+				fs_notify_inode(fs, n->ino);
 		}
 		return rc;
 	}
@@ -2871,7 +2889,7 @@ static int open_handle(struct fs *fs, struct fs_node *n, int flags, int created,
 		rc = handle_load(fs, h);
 		if (rc < 0)
 			goto fail;
-	}   /* a reader loads the text at its first read: a cached one never does */
+	}   /* a reader's text is loaded by fs_open, once it knows the node exists */
 	if (h->writable)
 		node_track(fs, h, 1);
 	open_link(fs, &h->open, 0);
@@ -2900,6 +2918,31 @@ static void handle_free(struct fs *fs, struct fs_handle *h)
 	free(h);
 }
 
+/*
+ * Readers and the kernel's cache.  The kernel keeps one size and one set of
+ * pages per inode, and bounds every read through its page cache by that
+ * size: a reply shorter than the size is padded with zeros up to it unless
+ * the kernel can shrink the size, which it does not when the inode's
+ * attributes changed while the read was in flight (a commit's
+ * invalidation, a getattr's reply, a writer's write); a reply longer than
+ * the size is cut at it.  And the size moves under a reader's feet: a
+ * writer's write past it grows it (the kernel does so itself), a commit's
+ * invalidation drops it, a stat by another process sets the newest.  A
+ * reader whose read met any of these while the cell changed read the new
+ * shorter value padded with zeros, the first bytes of a longer one, or one
+ * value's pages up to another's length.
+ *
+ * So a reader holds the text of the version it opened, loaded at the open
+ * (a change after it is not seen through that descriptor: a whole value,
+ * as mv gives on any filesystem), and reads it directly (direct_io): each
+ * read is cut from that text by the daemon, and the kernel neither caches
+ * it nor bounds it by a size that another version set.  The getattr the
+ * kernel sends with the handle (lseek to the end) answers that text's
+ * length, valid for no time, since it may not be the newest (reader_stat).
+ * The cost is one more request per read than a warm page cache: measured
+ * in smolfs(1).  On a read-only mount no value changes, and readers keep
+ * the page cache (keep_cache while its pages hold the version opened).
+ */
 static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = req_fs(req);
@@ -2927,43 +2970,32 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * every change made through the mount invalidates them (cached_ts = 0).
 	 */
 	shown = 0;
-	if (!h->writable) {   /* it must exist; which version does it show? */
+	if (!h->writable) {   /* it must exist: its text, from now to its close */
 		struct stat st;
 
-		if (n->kind == FS_CELL) {
-			struct cellinfo ci;
-
-			rc = cell_get(fs, n->table, n->row, n->row_len, n->family, n->qual,
-				      n->qual_len, n->ts, &ci, NULL);
-			if (rc == 0)
-				shown = ci.ts;
-			else if (rc == -ENOENT && (n->dirty_open || n->pending))
-				rc = 0;   /* created by a writer, not committed yet */
-		} else {
-			rc = node_stat(fs, n, ino, &st);
-		}
+		rc = n->kind == FS_CELL ? 0 : node_stat(fs, n, ino, &st);
+		if (rc == 0)
+			rc = handle_load(fs, h);   /* a cell created, not committed: empty */
 		if (rc < 0) {
 			handle_free(fs, h);
 			return reply_err(req, rc, "open", n);
 		}
+		shown = h->shown_ts;
 	}
 	pthread_mutex_lock(&fs->lock);
-	if (!h->writable && n->dirty_open) {
-		/*
-		 * A writer has this inode open: its writes move the kernel's size
-		 * (one per inode) past the committed value's.  This reader reads
-		 * the committed value from the daemon, whatever that size says.
-		 */
+	if (!h->writable && !fs->cfg.ro) {
+		/* "Readers and the kernel's cache" above */
 		fi->direct_io = 1;
 		fi->keep_cache = 0;
 		shown = 0;
 	} else {
+		/* read-only: a value never changes, and its pages may be kept */
 		fi->keep_cache = shown && n->cached_ts == shown;
 	}
 	n->cached_ts = shown;
 	pthread_mutex_unlock(&fs->lock);
 	if (n->kind == FS_STATS)
-		fi->direct_io = 1;   /* made at the first read: its size may differ from stat's */
+		fi->direct_io = 1;   /* made at the open: its size may differ from stat's */
 	if (!h->writable)
 		fi->noflush = 1;   /* nothing to commit at close */
 	else if (n->kind == FS_CELL)
@@ -3067,6 +3099,32 @@ static void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		handle_free(fs, h);
 		fs_node_unref(fs, n, 1);
 	}
+}
+
+/*
+ * A getattr sent with a reader's handle (FUSE_GETATTR_FH: lseek to the end,
+ * or a read through the page cache past the size the kernel knows): the
+ * length and time of the text that handle reads, so that the size agrees
+ * with what it reads ("Readers and the kernel's cache").  0 if the handle
+ * is not a reader of a cell of node n (node_stat answers).
+ */
+static int reader_stat(struct fs *fs, struct fs_node *n, uint64_t ino, struct fuse_file_info *fi,
+		       struct stat *st)
+{
+	struct fs_handle *h = (struct fs_handle *)(uintptr_t)fi->fh;
+	size_t len;
+	int loaded;
+
+	if (!h || h->node != n || n->kind != FS_CELL || h->writable)
+		return 0;
+	pthread_mutex_lock(&h->lock);
+	len = h->len;   /* a reader's text is loaded at its open and never changes */
+	loaded = h->loaded;
+	pthread_mutex_unlock(&h->lock);
+	if (!loaded)
+		return 0;
+	fill_file(fs, ino, len, h->shown_ts, st);
+	return 1;
 }
 
 static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -3268,7 +3326,7 @@ static void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	handle_used(h);
 	pthread_mutex_lock(&h->lock);
 	committed = h->committed_ts;
-	if (h->node->kind == FS_CELL)
+	if (h->node->kind == FS_CELL || h->node->kind == FS_FAMATTR)
 		inval_sync_ino = ino;
 	inval_sync_due = 0;
 	rc = handle_commit(fs, h, 0, 0);
@@ -3286,7 +3344,7 @@ static void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * lock of it during a flush); its other names follow from the queue,
 	 * which leaves this one out (inval_sync_ino).
 	 */
-	if (committed && h->node->kind == FS_CELL) {
+	if (committed && (h->node->kind == FS_CELL || h->node->kind == FS_FAMATTR)) {
 		rc = inval_now(fs, ino);
 		if (rc < 0 && rc != -ENOENT) {
 			fuse_log(FUSE_LOG_WARNING, "smolfs: flush %s: invalidation: %s\n",

@@ -7,19 +7,21 @@
 # write and close (tests/fs_op write).  (The shell's `echo VALUE > CELL` and
 # dd are not: they close a copy of the descriptor before writing, and that
 # close commits the empty value of the O_TRUNC open, as smolfs(1) says.)
-# Then one writer held at each step (tests/fs_op hold): after its O_TRUNC
+# Then three readers against one writer of long and short values in turn
+# (tests/fs_op flip), where a reader once got a new value padded with zeros
+# up to the old length.  Then one writer held at each step (tests/fs_op hold): after its O_TRUNC
 # open and after its write, other processes read and stat the old value, a
 # reader that opened before the writer too; its close shows the new one.
 . "${SMOLFS_SRCDIR:-.}/tests/fs_lib.sh"
 
-plan 26
+plan 27
 
 n=$((200 * ${SMOLFS_TEST_SCALE:-1}))
 fs_mount
 cd "$MNT" || exit 1
 sh_run 'mkdir c && mkdir c/.families/f && echo 3 > c/.families/f/max_versions &&
 	for i in 0 1 2 3; do mkdir -p c/r$i/f && echo w$i-0 > c/r$i/f/own; done &&
-	mkdir -p c/shared/f && echo w0-0 > c/shared/f/x'
+	mkdir -p c/shared/f c/flip/f && echo w0-0 > c/shared/f/x'
 succeeds "a table c with rows r0..r3 and shared, each with a first value"
 
 pids=
@@ -70,6 +72,14 @@ else
 	echo "# $(wc -l <"$T/reports") reads were wrong, the first:"
 	diag_file "$T/reports"
 fi
+# The same, where it went wrong: three readers open, read whole and close a
+# cell while one writer replaces it by long (two pages and more) and short
+# values in turn (tests/fs_op flip).  Each value says its own length, so a
+# reader given a new value padded with zeros up to an old length, the start
+# of a long one cut at a short length, or one value's pages up to another's
+# length, is caught.
+op_is ok "three readers of a cell replaced $((300 * ${SMOLFS_TEST_SCALE:-1})) times, long and short in turn: every read is one whole value" \
+	flip c/flip/f/x 3 $((300 * ${SMOLFS_TEST_SCALE:-1}))
 run cat c/r0/f/own c/r1/f/own c/r2/f/own c/r3/f/own
 out_is "every writer's own cell ends with its last value" <<EOF
 w0-$n

@@ -4,9 +4,10 @@
 # removes rows while others list the table.  No crash, no error, no listing
 # that skips or repeats a row that stayed, and every cell ends with one of
 # the values written to it.  (Readers during the writes: fs_atomic.sh.)
+# Then a read and a close of one open settings file at once.
 . "${SMOLFS_SRCDIR:-.}/tests/fs_lib.sh"
 
-plan 8
+plan 9
 
 n=$((200 * ${SMOLFS_TEST_SCALE:-1}))
 fs_mount
@@ -99,6 +100,38 @@ r2
 r3
 shared
 EOF
+
+# A read and a commit of one open file at once (tests/fs_op readflush: a
+# child reads a settings file its parent holds open for writing, while the
+# parent writes it and closes a dup of the descriptor).  The daemon once
+# invalidated the file's pages at that close while holding the handle, and
+# the kernel waited for the page that the child's read held, which waited
+# for the handle: neither ever finished.  Bounded here; a hang fails and
+# aborts the mount (umount -f) so that nothing stays stuck.
+mkdir c/.families/g || exit 1
+"$FS_OP" readflush c/.families/g/ttl $((300 * ${SMOLFS_TEST_SCALE:-1})) >"$T/rf.out" 2>&1 &
+rf_pid=$!
+_n=0
+while kill -0 "$rf_pid" 2>/dev/null && [ "$_n" -lt $((FS_TIMEOUT * 10)) ]; do
+	sleep 0.1
+	_n=$((_n + 1))
+done
+if kill -0 "$rf_pid" 2>/dev/null; then
+	not_ok "a settings file read and committed through one open file at once: both finish"
+	diag "fs_op readflush still runs after $FS_TIMEOUT seconds: the daemon hangs; aborting it"
+	cd / || :
+	umount -f "$MNT" 2>/dev/null   # aborts the connection: the stuck requests fail
+	wait "$rf_pid"
+	diag_file "$T/rf.out"
+	exit 1
+fi
+wait "$rf_pid"
+if [ "$(tail -n 1 "$T/rf.out")" = ok ]; then
+	ok "a settings file read and committed through one open file at once: both finish"
+else
+	not_ok "a settings file read and committed through one open file at once: both finish"
+	diag_file "$T/rf.out"
+fi
 
 cd / || exit 1
 fs_unmount

@@ -37,6 +37,16 @@
  *                                   (ftruncate, or O_TRUNC then write) and close;
  *                                   after each close stat's size and a fresh read
  *                                   must give the new length and bytes
+ *   fs_op flip PATH READERS ROUNDS  ROUNDS values, long and short in turn, each
+ *                                   written with one open(O_TRUNC), write and close,
+ *                                   while READERS processes open, read whole and close
+ *                                   PATH in a loop: every read must be one whole value
+ *                                   written (each value says its own length)
+ *   fs_op readflush PATH ROUNDS     open(O_RDWR); ROUNDS times write a number at 0 and
+ *                                   close a dup of the descriptor (a flush that
+ *                                   commits), while a child process reads the same
+ *                                   open file in a loop: the read and the flush of one
+ *                                   handle at the same time
  */
 #include <dirent.h>
 #include <errno.h>
@@ -44,10 +54,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -317,6 +329,197 @@ static int op_shrink(const char *dir, long rounds)
 	return done();
 }
 
+/*
+ * The k-th value of `fs_op flip`: its length in seven digits and a space,
+ * then one letter up to its newline.  Long (two to three pages) and short
+ * (under 40 bytes) in turn, so that a read mixing one value's text with
+ * another's length (or with zeros up to it) is never a value.
+ */
+static size_t flip_value(char *buf, long k)
+{
+	size_t len = k % 2 ? 9000 + (size_t)(k * 37 % 3000) : 10 + (size_t)(k * 7 % 30);
+
+	snprintf(buf, 9, "%07zu ", len);
+	memset(buf + 8, 'a' + (int)(k % 26), len - 9);
+	buf[len - 1] = '\n';
+	return len;
+}
+
+/* Is p[0..n) a value flip_value makes?  Else, if say, tell on stderr what it is. */
+static int flip_whole(const char *p, size_t n, long reads, int say)
+{
+	size_t len = 0, i;
+
+	for (i = 0; i < 7 && i < n && p[i] >= '0' && p[i] <= '9'; i++)
+		len = len * 10 + (size_t)(p[i] - '0');
+	if (i == 7 && n > 9 && len == n && p[7] == ' ' && p[n - 1] == '\n' &&
+	    p[8] >= 'a' && p[8] <= 'z') {
+		for (i = 8; i < n - 1 && p[i] == p[8]; i++)
+			;
+		if (i == n - 1)
+			return 1;
+	}
+	for (i = 0; i < n && (i < 8 || p[i] == p[8]); i++)
+		;
+	if (say)
+		fprintf(stderr, "fs_op: read %ld: %zu bytes, beginning '%.8s', byte %zu is 0x%02x\n",
+			reads, n, p, i, i < n ? (unsigned char)p[i] : 0);
+	return 0;
+}
+
+/* One reader of `fs_op flip`: whole reads of path until *stop; the count of bad ones. */
+static long flip_reader(const char *path, volatile int *stop, long *reads)
+{
+	static char buf[65536];
+	long bad = 0;
+
+	*reads = 0;
+	while (!*stop) {
+		size_t got = 0;
+		ssize_t r;
+		int fd = open(path, O_RDONLY);
+
+		if (fd < 0) {
+			fprintf(stderr, "fs_op: open %s: %s\n", path, strerror(errno));
+			return bad + 1;
+		}
+		while ((r = read(fd, buf + got, sizeof(buf) - got)) > 0)
+			got += (size_t)r;
+		close(fd);
+		(*reads)++;
+		if (r < 0) {
+			fprintf(stderr, "fs_op: read %s: %s\n", path, strerror(errno));
+			bad++;
+		} else if (!flip_whole(buf, got, *reads, bad < 3)) {   /* the first three */
+			bad++;
+		}
+	}
+	return bad;
+}
+
+static int op_flip(const char *path, int readers, long rounds)
+{
+	static char buf[16384];
+	volatile int *stop;
+	long k, bad = 0;
+	int i, status, rc = 0;
+	pid_t *pids;
+
+	if (readers <= 0 || rounds <= 0)
+		return usage();
+	stop = mmap(NULL, sizeof(*stop), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+		    -1, 0);
+	pids = calloc((size_t)readers, sizeof(*pids));
+	if (stop == MAP_FAILED || !pids)
+		return fail("mmap");
+	*stop = 0;
+	k = (long)flip_value(buf, 0);
+	i = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (i < 0)
+		return fail("open");
+	if (write_all(i, buf, (size_t)k, 0, 0) < 0)
+		return fail_close(i, "write");
+	if (close(i) != 0)
+		return fail("close");
+	for (i = 0; i < readers; i++) {
+		pids[i] = fork();
+		if (pids[i] < 0)
+			return fail("fork");
+		if (pids[i] == 0) {
+			long n, b = flip_reader(path, stop, &n);
+
+			fprintf(stderr, "fs_op: reader %d: %ld reads, %ld not a value written\n",
+				i, n, b);
+			_exit(b ? 1 : 0);
+		}
+	}
+	for (k = 1; k <= rounds && rc == 0; k++) {
+		size_t len = flip_value(buf, k);
+		int fd = open(path, O_WRONLY | O_TRUNC);
+
+		if (fd < 0) {
+			rc = fail("open");
+		} else if (write_all(fd, buf, len, 0, 0) < 0) {
+			rc = fail_close(fd, "write");
+		} else if (close(fd) != 0) {
+			rc = fail("close");
+		}
+	}
+	*stop = 1;
+	for (i = 0; i < readers; i++) {
+		if (waitpid(pids[i], &status, 0) < 0 || !WIFEXITED(status) ||
+		    WEXITSTATUS(status) != 0)
+			bad++;
+	}
+	free(pids);
+	if (rc)
+		return rc;
+	if (bad) {
+		printf("read mismatch\n");
+		return 1;
+	}
+	return done();
+}
+
+/*
+ * A flush and a read of one open file at the same time: the parent commits
+ * (close of a dup) while its child, sharing the open file, reads it.  A
+ * daemon that invalidated the file's pages while holding the handle that
+ * the read waits for never answered either: this hangs, and the test that
+ * runs it bounds it.
+ */
+static int op_readflush(const char *path, long rounds)
+{
+	char text[32], got[64];
+	volatile int *stop;
+	long k;
+	int fd, status;
+	pid_t pid;
+
+	if (rounds <= 0)
+		return usage();
+	stop = mmap(NULL, sizeof(*stop), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+		    -1, 0);
+	if (stop == MAP_FAILED)
+		return fail("mmap");
+	*stop = 0;
+	fd = open(path, O_RDWR);
+	if (fd < 0)
+		return fail("open");
+	pid = fork();
+	if (pid < 0)
+		return fail_close(fd, "fork");
+	if (pid == 0) {
+		while (!*stop) {
+			ssize_t r = pread(fd, got, sizeof(got) - 1, 0);
+
+			if (r < 0) {
+				fprintf(stderr, "fs_op: read: %s\n", strerror(errno));
+				_exit(1);
+			}
+		}
+		_exit(0);
+	}
+	for (k = 1; k <= rounds; k++) {
+		int d;
+
+		snprintf(text, sizeof(text), "%ld\n", 1000 + k);
+		if (write_all(fd, text, strlen(text), 0, 1) < 0)
+			break;
+		d = dup(fd);
+		if (d < 0 || close(d) != 0) {
+			fprintf(stderr, "fs_op: round %ld: close of a dup: %s\n", k, strerror(errno));
+			break;
+		}
+	}
+	*stop = 1;
+	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		return fail_close(fd, "read");
+	if (k <= rounds)
+		return fail_close(fd, "close");
+	return close(fd) ? fail("close") : done();
+}
+
 int main(int argc, char **argv)
 {
 	const char *op;
@@ -349,6 +552,10 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(op, "shrink") == 0 && argc == 4)
 		return op_shrink(argv[2], strtol(argv[3], NULL, 10));
+	if (strcmp(op, "flip") == 0 && argc == 5)
+		return op_flip(argv[2], atoi(argv[3]), strtol(argv[4], NULL, 10));
+	if (strcmp(op, "readflush") == 0 && argc == 4)
+		return op_readflush(argv[2], strtol(argv[3], NULL, 10));
 	if (strcmp(op, "mkdir") == 0 && argc == 3)
 		return mkdir(argv[2], 0755) ? fail("mkdir") : done();
 	if (strcmp(op, "rmdir") == 0 && argc == 3)
