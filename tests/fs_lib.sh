@@ -54,6 +54,7 @@ MNT=$T/mnt
 mkdir "$MNT" || exit 1
 
 fs_pid=        # the running daemon's process id, empty when none
+FS_WRAPPER=${FS_WRAPPER:-}   # words fs_mount puts before the daemon (fs_valgrind.sh: valgrind)
 fs_mounted=    # the mount point currently mounted by this script
 nplan=
 ntest=0
@@ -261,7 +262,7 @@ _daemon_log() {
 # the mount.  Prints nothing; on failure it bails out with the daemon's log.
 fs_mount() {
 	fs_nlog=$((fs_nlog + 1))
-	"$SMOLFS" -f "$@" "$DATADIR" "$MNT" >"$(_daemon_log)" 2>&1 &
+	$FS_WRAPPER "$SMOLFS" -f "$@" "$DATADIR" "$MNT" >"$(_daemon_log)" 2>&1 &
 	fs_pid=$!
 	fs_mounted=$MNT
 	if ! fs_wait_mounted "$MNT"; then
