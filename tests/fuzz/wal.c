@@ -5,10 +5,11 @@
  * rest of the input is the log itself; bit 0: read with
  * wal_reader_stop_at_damage, bit 1 its garbage_ends), a record count and
  * the records (length byte, bytes; a record of 250 bytes followed by an
- * odd byte becomes one of some kilobytes), then edits of 3 bytes (offset, offset, xor), the
- * last of which may instead cut the file or extend it with zeros.  The
- * records are written with the real writer into memory and read back
- * through an environment whose file reads that memory.  Invariants:
+ * odd byte becomes one of some kilobytes), then edits of 3 bytes (offset,
+ * offset, xor), the last of which may instead cut the file or extend it
+ * with zeros.  The records are written with the real writer into memory
+ * and read back through an environment whose file reads that memory.
+ * Invariants:
  *   - undamaged, every record comes back, in order, and then the end;
  *   - damaged, the reader ends (0) or reports -EUCLEAN, and every record
  *     that lies wholly before the first damaged byte comes back unchanged
