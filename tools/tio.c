@@ -699,6 +699,7 @@ struct importer {
 	struct pending pend;
 	int unsynced;             /* the last write was not synced */
 	int ends_line;            /* Smoltable: the last byte passed was a newline */
+	uint64_t last_bad;        /* the line last counted in bad_lines (0: none) */
 };
 
 __attribute__((format(printf, 3, 4)))
@@ -710,7 +711,16 @@ static int bad(struct importer *im, uint64_t line, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	im->st.bad_lines++;
+	/*
+	 * bad_lines counts lines, as its name says and smolctl prints it next
+	 * to the lines read: a line with several problems (a Smoltable payload
+	 * may hold many items on one line) is rejected once, though each
+	 * problem is reported.
+	 */
+	if (line != im->last_bad) {
+		im->st.bad_lines++;
+		im->last_bad = line;
+	}
 	if (im->report)
 		im->report(im->report_arg, im->source, line, msg);
 	return BAD;
@@ -2051,6 +2061,14 @@ int tio_import(struct tbl_db *db, FILE *in, const char *source,
 	}
 	if (r == 0 && im->st.bad_lines)
 		r = -EINVAL;
+	/*
+	 * A line a problem was reported on was read, even when the problem
+	 * ended the import before the line did (a Smoltable payload whose
+	 * structure breaks on its first line): count it, so that the lines
+	 * read are never fewer than the lines rejected.
+	 */
+	if (im->st.lines < im->last_bad)
+		im->st.lines = im->last_bad;
 	if (r == 0 && p && p->fn)
 		p->fn(p->arg, im->rd.consumed, im->total ? im->total : im->rd.consumed);
 	if (st) {

@@ -230,6 +230,16 @@ static void parse_next(struct blk_iter *it)
 	if (it->status)
 		return;
 	if (off >= it->limit) {
+		/*
+		 * The entries end here.  A restart point the walk has not reached
+		 * lies inside the last entry: the same disagreement as below, which
+		 * a forward walk would otherwise never see, while a backward one
+		 * starts from that restart point.
+		 */
+		if (it->ridx + 1 < it->nrestarts) {
+			corrupt(it, off, "a restart point falls inside the last entry");
+			return;
+		}
 		mark_invalid(it);
 		return;
 	}

@@ -1295,6 +1295,13 @@ struct sst_iter {
 	struct idx_record rec;       /* ... which is this (prefix into the index block) */
 	void (*release)(void *arg);  /* on destroy, if not NULL */
 	void *release_arg;
+	/*
+	 * The key last handed out, so that a step can check it moved the right
+	 * way: damage that its block's checksum does not show (a checksum
+	 * collision, or bytes written wrong before they were checksummed) must
+	 * end the walk with -EUCLEAN rather than give a merge keys out of order.
+	 */
+	struct buf last;
 };
 
 static void close_data(struct sst_iter *si)
@@ -1409,6 +1416,40 @@ static int si_valid(struct iter *base)
 	return si->status == 0 && positioned(si);
 }
 
+static struct slice cur_key(struct sst_iter *si)
+{
+	return si->on_record ? iter_key(si->index) : blk_iter_key(&si->data_it);
+}
+
+/*
+ * After a move: the key now current must be a point entry's internal key
+ * and lie after (dir > 0) or before (dir < 0) the one handed out last
+ * (dir 0: a seek, nothing to compare with).  Else the walk ends in -EUCLEAN.
+ */
+static void check_step(struct sst_iter *si, int dir)
+{
+	struct slice k;
+	int c;
+
+	if (si->status || !positioned(si))
+		return;
+	k = cur_key(si);
+	if (!ikey_valid(k) || ikey_type(k) == KT_RANGE_DEL) {
+		set_error(si, ERR_CORRUPT("%s: data block at offset %llu: malformed key",
+					  si->t->name, (unsigned long long)si->data_off));
+		return;
+	}
+	if (dir != 0) {
+		c = ikey_cmp(k, buf_slice(&si->last));
+		if (dir > 0 ? c <= 0 : c >= 0) {
+			set_error(si, ERR_CORRUPT("%s: data block at offset %llu: key out of order",
+						  si->t->name, (unsigned long long)si->data_off));
+			return;
+		}
+	}
+	buf_set(&si->last, k.data, k.len);
+}
+
 static void si_seek_first(struct iter *base)
 {
 	struct sst_iter *si = (struct sst_iter *)base;
@@ -1420,6 +1461,7 @@ static void si_seek_first(struct iter *base)
 	if (si->data)
 		iter_seek_first(si->data);
 	skip_forward(si);
+	check_step(si, 0);
 }
 
 static void si_seek_last(struct iter *base)
@@ -1433,6 +1475,7 @@ static void si_seek_last(struct iter *base)
 	if (si->data)
 		iter_seek_last(si->data);
 	skip_backward(si);
+	check_step(si, 0);
 }
 
 static void si_seek(struct iter *base, struct slice target)
@@ -1446,6 +1489,7 @@ static void si_seek(struct iter *base, struct slice target)
 	if (si->data)
 		iter_seek(si->data, target);
 	skip_forward(si);
+	check_step(si, 0);
 }
 
 static void si_next(struct iter *base)
@@ -1458,6 +1502,7 @@ static void si_next(struct iter *base)
 	else
 		blk_iter_next(&si->data_it);
 	skip_forward(si);
+	check_step(si, 1);
 }
 
 static void si_prev(struct iter *base)
@@ -1470,6 +1515,7 @@ static void si_prev(struct iter *base)
 	else
 		iter_prev(si->data);
 	skip_backward(si);
+	check_step(si, -1);
 }
 
 static struct slice si_key(struct iter *base)
@@ -1477,9 +1523,7 @@ static struct slice si_key(struct iter *base)
 	struct sst_iter *si = (struct sst_iter *)base;
 
 	assert(si_valid(base));
-	if (si->on_record)
-		return iter_key(si->index);
-	return blk_iter_key(&si->data_it);
+	return cur_key(si);
 }
 
 static struct slice si_value(struct iter *base)
@@ -1513,6 +1557,7 @@ static void si_destroy(struct iter *base)
 
 	close_data(si);
 	iter_destroy(si->index);
+	buf_free(&si->last);
 	if (si->release)
 		si->release(si->release_arg);
 	free(si);

@@ -177,7 +177,8 @@ void edit_encode(const struct version_edit *e, struct buf *out)
 
 int edit_decode(struct version_edit *e, struct slice rec, const char *name)
 {
-	const char *p = rec.data, *limit = rec.data + rec.len;
+	/* an empty record may come as (NULL, 0): no arithmetic on NULL */
+	const char *p = rec.data, *limit = rec.len ? rec.data + rec.len : rec.data;
 	uint32_t tag, level;
 	uint64_t number, size, sseq, lseq, entries, rdels;
 	struct slice a, b;
