@@ -32,6 +32,8 @@ static void check_fields(const struct version_edit *e)
 	for (int i = 0; i < e->ncp; i++)
 		FUZZ_CHECK(e->cp_level[i] >= 0 && e->cp_level[i] < NUM_LEVELS, "level %d",
 			   e->cp_level[i]);
+	for (size_t i = 0; i < e->nfailed; i++)
+		FUZZ_CHECK(e->failed[i].number != 0, "failed log %zu: log number 0", i);
 	if (e->tree_name) {
 		size_t n = strlen(e->tree_name);
 		FUZZ_CHECK(n >= 1 && n <= 64, "a tree name of %zu bytes", n);
@@ -51,8 +53,13 @@ static int same_edit(const struct version_edit *a, const struct version_edit *b)
 	    (a->has_log_number && a->log_number != b->log_number) ||
 	    (a->has_next_file && a->next_file != b->next_file) ||
 	    (a->has_last_seq && a->last_seq != b->last_seq) ||
-	    a->nadds != b->nadds || a->ndels != b->ndels || a->ncp != b->ncp)
+	    a->nadds != b->nadds || a->ndels != b->ndels || a->ncp != b->ncp ||
+	    a->nfailed != b->nfailed)
 		return 0;
+	for (size_t i = 0; i < a->nfailed; i++)
+		if (a->failed[i].number != b->failed[i].number ||
+		    a->failed[i].acked != b->failed[i].acked)
+			return 0;
 	for (size_t i = 0; i < a->nadds; i++) {
 		const struct file_meta *x = a->adds[i].f, *y = b->adds[i].f;
 
