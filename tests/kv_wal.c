@@ -420,6 +420,60 @@ static void test_zero_tail(void)
 }
 
 /*
+ * A power cut's zeroed page inside a record of a log's unsynced tail, read
+ * as recovery reads the last log (wal_reader_stop_at_damage), ends the log
+ * at that record wherever it begins within its 512-byte sector: the search
+ * for the zeros must look at every byte between the record and the next
+ * intact one (a search that stepped 512 bytes from the record's start saw
+ * one byte of each sector when the record began at a sector's last byte,
+ * and took the page for corruption: a database that did not open).
+ */
+static void test_zeroed_page_any_offset(void)
+{
+	char *path = path_of("zpage.log");
+	size_t bad = 0;
+
+	for (unsigned a = 0; a < 512; a++) {
+		struct recs rs = { 0 };
+		struct env_file *f;
+		struct wal_reader *rd;
+		struct slice rec;
+		uint64_t torn_at = 0;
+		size_t n, nread = 0;
+		char *bytes;
+		int r;
+
+		recs_add(&rs, 4096 + a - WAL_HEADER, a + 1);   /* the next begins at 4096 + a */
+		recs_add(&rs, 10000, a + 1000);                /* holds the page at 8192 */
+		recs_add(&rs, 100, a + 2000);                  /* intact after the page */
+		write_log(path, &rs);
+		bytes = slurp(path, &n);
+		memset(bytes + 8192, 0, 4096);
+		write_bytes(path, bytes, n);
+		free(bytes);
+		if (env_open_read(env, path, &f) != 0)
+			abort();
+		rd = wal_reader_new(f, n, path);
+		wal_reader_stop_at_damage(rd, 1);
+		while ((r = wal_read(rd, &rec)) == 1)
+			nread++;
+		if (r != 0 || nread != 1 || !wal_reader_torn(rd, &torn_at) || torn_at != 4096 + a ||
+		    !wal_reader_damage(rd)) {
+			if (bad++ == 0)
+				diag("damaged record at %u: read %zu records, status %s, torn at %llu",
+				     4096 + a, nread, r ? kv_strerror(r) : "0",
+				     (unsigned long long)torn_at);
+		}
+		wal_reader_free(rd);
+		env_close(f);
+		recs_free(&rs);
+	}
+	is_int(bad, 0, "a zeroed page in a record of the unsynced tail ends the log there, for "
+	       "each of the 512 offsets in its sector that the record may begin at");
+	free(path);
+}
+
+/*
  * A log written through env_open_log and read while still open, as recovery
  * reads the log of a killed process: its records, then space reserved ahead
  * (zeros) that the reader must take for a tail of zeros, not a torn write.
@@ -612,7 +666,7 @@ static void rm_rf_tmpdir(void)
 
 int main(void)
 {
-	plan(65);
+	plan(66);
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/kv_wal.XXXXXX");
 	if (!mkdtemp(tmpdir)) {
 		perror("mkdtemp");
@@ -625,6 +679,7 @@ int main(void)
 	test_truncation();
 	test_zero_tail();
 	test_open_log_tail();
+	test_zeroed_page_any_offset();
 	test_flips();
 	rm_rf_tmpdir();
 	return exit_status();

@@ -350,8 +350,8 @@ static int power_cut_damage(struct wal_reader *r, uint64_t *next)
 	*next = off;
 	/* a run of zeros up to a sector boundary: an unwritten page, or its part past the last sync */
 	uint64_t run = 0;
-	for (uint64_t s = r->off; s < off; s += sector) {
-		uint64_t end = (s / sector + 1) * sector;
+	for (uint64_t s = r->off, end; s < off; s = end) {
+		end = (s / sector + 1) * sector;   /* sector by sector, every byte */
 		const char *p;
 		int err;
 
