@@ -33,6 +33,17 @@
 
 const char *fs_datadir;
 
+#ifdef SMOLFS_FAULT_HOOK
+/*
+ * Only in the test build of the daemon (tests/smolfs_fault.c, compiled with
+ * -DSMOLFS_FAULT_HOOK and never installed): it gets the engine's options
+ * before the database is opened, to put its fault-injecting environment in
+ * them.  A negative errno stops the daemon.  The installed smolfs has no
+ * such call.
+ */
+int smolfs_test_env(struct kv_options *opt);
+#endif
+
 struct options {
 	char *datadir;
 	char *cache_size;
@@ -315,6 +326,13 @@ int main(int argc, char *argv[])
 	to.kv.sync_wal = fs.cfg.sync;
 	to.kv.read_only = fs.cfg.ro;   /* -o ro never changes DATADIR */
 	to.kv.log = engine_log;
+#ifdef SMOLFS_FAULT_HOOK
+	rc = smolfs_test_env(&to.kv);
+	if (rc < 0) {
+		fprintf(stderr, "smolfs: the test environment: %s\n", strerror(-rc));
+		goto fail;
+	}
+#endif
 	/*
 	 * fusermount3 -u returns once the kernel lets go, while the daemon
 	 * that served the mount may still be closing the database: a mount

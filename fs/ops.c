@@ -3315,12 +3315,51 @@ fail:
 	reply_err(req, rc, "write", h->node);
 }
 
+/*
+ * A cell created by an open whose commit failed (an I/O error, a full disk)
+ * does not exist, but the kernel made a name for it at the create: it must
+ * forget that name before close() returns, or the next open(O_CREAT) of it
+ * finds the name, skips the create and gets ENOENT until the entry times
+ * out.  If the cell does exist (an O_TRUNC open of a cell committed
+ * before), the next lookup finds it again.
+ */
+static void forget_unborn(struct fs *fs, struct fs_node *n)
+{
+	uint64_t parent;
+	char *name;
+	size_t len;
+	int rc;
+
+	pthread_mutex_lock(&fs->lock);
+	parent = n->parent;
+	len = n->name_len;
+	name = malloc(len + 1);
+	if (name) {
+		memcpy(name, n->name, len);
+		name[len] = '\0';
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (!name || fs->cfg.singlethread) {
+		/* queued: the only thread that serves must not wait for the kernel */
+		if (!name)
+			fuse_log(FUSE_LOG_ERR, "smolfs: out of memory forgetting a failed create\n");
+		else
+			fs_notify_entry(fs, parent, name, len);
+		free(name);
+		return;
+	}
+	rc = fuse_lowlevel_notify_inval_entry(fs->se, parent, name, len);
+	if (rc < 0 && rc != -ENOENT)
+		fs_notify_entry(fs, parent, name, len);   /* late rather than never */
+	free(name);
+}
+
 static void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = req_fs(req);
 	struct fs_handle *h = (struct fs_handle *)(uintptr_t)fi->fh;
 	uint64_t committed;
-	int rc;
+	int rc, unborn;
 
 	request_pid = fuse_req_ctx(req)->pid;
 	handle_used(h);
@@ -3331,11 +3370,14 @@ static void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	inval_sync_due = 0;
 	rc = handle_commit(fs, h, 0, 0);
 	inval_sync_ino = 0;
+	unborn = rc < 0 && h->node->kind == FS_CELL && h->created && !h->committed_ts;
 	committed = committed != h->committed_ts || inval_sync_due;
 	pthread_mutex_unlock(&h->lock);
 	if (rc < 0) {
 		if (inval_sync_due)
 			fs_notify_inode(fs, ino);
+		if (unborn)
+			forget_unborn(fs, h->node);
 		return reply_err(req, rc, "flush", h->node);
 	}
 	/*

@@ -63,24 +63,6 @@ refusals_enospc() {
 	fi
 }
 
-# acked_read_back DESCRIPTION: every acknowledged cell holds its value
-acked_read_back() {
-	: >"$T/got"
-	while read -r c; do
-		cat "$K/r/f/$c" >>"$T/got" 2>&1
-		echo >>"$T/got"
-	done <"$T/acked"
-	awk -v pad="$pad" '{ print $0 ":" pad }' "$T/acked" >"$T/want"
-	if cmp -s "$T/want" "$T/got"; then
-		ok "$1 ($(wc -l <"$T/acked") cells)"
-	else
-		not_ok "$1 ($(wc -l <"$T/acked") cells)"
-		cmp "$T/want" "$T/got" 2>&1 | sed 's/^/# /'
-		cut -c 1-40 "$T/want" >"$T/want40"
-		cut -c 1-40 "$T/got" | diff "$T/want40" - | head -n 10 | sed 's/^/#   /'
-	fi
-}
-
 # up DESCRIPTION: the daemon runs, and a listing of the row's family names
 # exactly the acknowledged cells
 up() {

@@ -55,6 +55,7 @@ mkdir "$MNT" || exit 1
 
 fs_pid=        # the running daemon's process id, empty when none
 FS_WRAPPER=${FS_WRAPPER:-}   # words fs_mount puts before the daemon (fs_valgrind.sh: valgrind)
+FS_DAEMON=$SMOLFS   # the daemon fs_mount starts (fs_ioerr.sh: the test build on the fault env)
 fs_mounted=    # the mount point currently mounted by this script
 nplan=
 ntest=0
@@ -252,17 +253,37 @@ op_errno() {
 	esac
 }
 
+# acked_read_back DESCRIPTION: every cell named in $T/acked (one a line) of
+# the family directory $K/r/f holds "NAME:$pad" (fs_enospc.sh, fs_ioerr.sh:
+# the writes whose close() returned 0), and there is at least one
+acked_read_back() {
+	: >"$T/got"
+	while read -r c; do
+		cat "$K/r/f/$c" >>"$T/got" 2>&1
+		echo >>"$T/got"
+	done <"$T/acked"
+	awk -v pad="$pad" '{ print $0 ":" pad }' "$T/acked" >"$T/want"
+	if [ -s "$T/acked" ] && cmp -s "$T/want" "$T/got"; then
+		ok "$1 ($(wc -l <"$T/acked") cells)"
+	else
+		not_ok "$1 ($(wc -l <"$T/acked") cells)"
+		cmp "$T/want" "$T/got" 2>&1 | sed 's/^/# /'
+		cut -c 1-40 "$T/want" >"$T/want40"
+		cut -c 1-40 "$T/got" | diff "$T/want40" - | head -n 10 | sed 's/^/#   /'
+	fi
+}
+
 # ---------------------------------------------------------------- the mount
 
 _daemon_log() {
 	echo "$T/daemon.$fs_nlog.log"
 }
 
-# fs_mount [SMOLFS-ARGS...]: start `smolfs -f ARGS DATADIR MNT` and wait for
-# the mount.  Prints nothing; on failure it bails out with the daemon's log.
+# fs_mount [SMOLFS-ARGS...]: start `smolfs -f ARGS DATADIR MNT` ($FS_DAEMON;
+# fs_try_mount always starts the real smolfs) and wait for the mount.  Prints nothing; on failure it bails out with the daemon's log.
 fs_mount() {
 	fs_nlog=$((fs_nlog + 1))
-	$FS_WRAPPER "$SMOLFS" -f "$@" "$DATADIR" "$MNT" >"$(_daemon_log)" 2>&1 &
+	$FS_WRAPPER "$FS_DAEMON" -f "$@" "$DATADIR" "$MNT" >"$(_daemon_log)" 2>&1 &
 	fs_pid=$!
 	fs_mounted=$MNT
 	if ! fs_wait_mounted "$MNT"; then
