@@ -23,12 +23,14 @@
  * ESTALE (ops.c).
  *
  * Locks, in the order they are taken:
- *   fs.lock     the inode table, every node's nlookup/generation/cached_ts,
- *               the empty-directory set and the ring of open handles; held
- *               only for table operations, never across a database call
- *               (the ids of a table or family are looked up before it is
- *               taken) or a reply
  *   handle.lock one open file's buffer
+ *   fs.lock     the inode table, every node's nlookup/generation/cached_ts,
+ *               a node's key fields as a rename changes them (family and
+ *               family_id together), the empty-directory set and the ring
+ *               of open handles; held only for table operations, never
+ *               across a database call (the ids of a table or family are
+ *               looked up before it is taken) or a reply; one holding it
+ *               only tries a handle's lock
  */
 #ifndef SMOLFS_FS_FS_H
 #define SMOLFS_FS_FS_H

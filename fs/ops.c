@@ -1028,12 +1028,23 @@ static int is_dir_kind(enum fs_kind k)
  */
 static int node_stale(struct fs *fs, const struct fs_node *n)
 {
-	uint64_t id;
+	const char *family;
+	uint64_t id, family_id;
 
+	/*
+	 * A rename to another family gives a cell node its new family name and
+	 * id one after the other, under fs.lock: read the pair under it too, or
+	 * a request between the two stores would see the new name with the old
+	 * id and answer ESTALE (and a close would drop its text).  The old name
+	 * stays allocated in n->graves, so the pointer outlives the lock.
+	 */
+	pthread_mutex_lock(&fs->lock);
+	family = n->family;
+	family_id = n->family_id;
+	pthread_mutex_unlock(&fs->lock);
 	if (n->table_id && tbl_table_id(fs->db, n->table, &id) == 0 && id != n->table_id)
 		return 1;
-	if (n->family_id && tbl_family_id(fs->db, n->table, n->family, &id) == 0 &&
-	    id != n->family_id)
+	if (family_id && tbl_family_id(fs->db, n->table, family, &id) == 0 && id != family_id)
 		return 1;
 	return 0;
 }
