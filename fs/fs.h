@@ -90,6 +90,7 @@ struct fs_node {
 	uint64_t cached_ts;         /* version whose text the kernel may cache (keep_cache) */
 	uint64_t dirty_len;         /* size of an open handle's unsaved text, if dirty_open */
 	unsigned dirty_open;        /* handles open for writing */
+	unsigned readers;           /* handles open for reading, each holding its own text */
 	int pending;                /* made by mknod, no value yet (ops.c) */
 	int pending_type;           /* its user.smolfs.type (enum cell_type), or 0 */
 	struct fs_handle *writers;  /* those handles (ops.c), under fs.lock */

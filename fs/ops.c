@@ -846,6 +846,23 @@ static int node_stat(struct fs *fs, const struct fs_node *n, uint64_t ino, struc
 	return -EIO;
 }
 
+/*
+ * How long the kernel may keep the attributes given for n.  None while a
+ * descriptor is open on it: a writer's close may change the committed size
+ * at any time, and a reader's lseek(SEEK_END) must ask the daemon, which
+ * answers the length of the text that reader holds (reader_stat), not the
+ * newest size a stat by name left in the inode.
+ */
+static double attr_timeout(struct fs *fs, struct fs_node *n)
+{
+	int open;
+
+	pthread_mutex_lock(&fs->lock);
+	open = n->dirty_open || (n->readers && !fs->cfg.ro);   /* -o ro: no value changes */
+	pthread_mutex_unlock(&fs->lock);
+	return open ? 0 : fs->cfg.timeout;
+}
+
 /* What an entry's attributes and the lookup counts' timeouts are. */
 static void fill_entry(struct fs *fs, struct fs_node *n, const struct stat *st,
 		       struct fuse_entry_param *e)
@@ -855,7 +872,7 @@ static void fill_entry(struct fs *fs, struct fs_node *n, const struct stat *st,
 	e->generation = n->generation;
 	e->attr = *st;
 	e->attr.st_ino = n->ino;
-	e->attr_timeout = fs->cfg.timeout;
+	e->attr_timeout = attr_timeout(fs, n);
 	e->entry_timeout = fs->cfg.timeout;
 }
 
@@ -1135,8 +1152,7 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	rc = node_stat(fs, n, ino, &st);
 	if (rc < 0)
 		return reply_err(req, rc, "getattr", n);
-	/* while a writer has it open, the committed size may change at any close */
-	reply_failed("getattr", fuse_reply_attr(req, &st, n->dirty_open ? 0 : fs->cfg.timeout));
+	reply_failed("getattr", fuse_reply_attr(req, &st, attr_timeout(fs, n)));
 }
 
 /* ------------------------------------------------------------ invalidation helpers */
@@ -2644,6 +2660,7 @@ static int handle_load(struct fs *fs, struct fs_handle *h)
 	return rc;
 }
 
+/* Count a handle opened (add) or released on its node: writers listed, readers counted. */
 static void node_track(struct fs *fs, struct fs_handle *h, int add)
 {
 	struct fs_node *n = h->node;
@@ -2651,7 +2668,12 @@ static void node_track(struct fs *fs, struct fs_handle *h, int add)
 	struct fs_handle **p;
 
 	pthread_mutex_lock(&fs->lock);
-	if (add) {
+	if (!h->writable) {   /* a reader: counted for attr_timeout */
+		if (add)
+			n->readers++;
+		else
+			n->readers--;
+	} else if (add) {
 		n->dirty_open++;
 		n->dirty_len = h->len;
 		h->next_w = n->writers;
@@ -2901,8 +2923,7 @@ static int open_handle(struct fs *fs, struct fs_node *n, int flags, int created,
 		if (rc < 0)
 			goto fail;
 	}   /* a reader's text is loaded by fs_open, once it knows the node exists */
-	if (h->writable)
-		node_track(fs, h, 1);
+	node_track(fs, h, 1);
 	open_link(fs, &h->open, 0);
 	*out = h;
 	return 0;
@@ -2922,8 +2943,7 @@ static void handle_free(struct fs *fs, struct fs_handle *h)
 	pthread_mutex_lock(&h->lock);
 	pthread_mutex_unlock(&h->lock);
 	open_unlink(fs, &h->open);
-	if (h->writable)
-		node_track(fs, h, 0);
+	node_track(fs, h, 0);
 	pthread_mutex_destroy(&h->lock);
 	free(h->data);
 	free(h);

@@ -7,7 +7,7 @@
 # cached (read twice first, so its pages and attributes are warm).
 . "${SMOLFS_SRCDIR:-.}/tests/fs_lib.sh"
 
-plan 13
+plan 19
 
 fs_mount
 cd "$MNT" || exit 1
@@ -79,6 +79,28 @@ warm t/r/f/n
 file_is t/r/f/n "a write at an offset through another open shows" <<'OUT'
 9
 OUT
+
+# A reader holds the text it opened, and lseek(SEEK_END) gives that text's
+# length (smolfs(1)), even after a commit by another descriptor and a stat by
+# name, which gives the newest size: the stat must not leave that size in the
+# kernel's inode for the reader's lseek to use without asking the daemon.
+printf 'short\n' > t/r/f/s
+exec 8<t/r/f/s
+op_is 6 "a reader opened on a 6-byte value: lseek(SEEK_END) gives 6" seekend 8
+op_is ok "another descriptor writes a 30-byte value and closes" \
+	write t/r/f/s "a value of thirty bytes, long
+"
+run stat -c %s t/r/f/s
+out_is "stat by name gives the new size" <<'OUT'
+30
+OUT
+op_is 6 "the reader's lseek(SEEK_END) still gives its own text's length" seekend 8
+run cat <&8
+out_is "and it reads its own text" <<'OUT'
+short
+OUT
+exec 8<&-
+op_is 30 "a new reader's lseek(SEEK_END) gives the new length" seekend 0 <t/r/f/s
 
 cd / || exit 1
 fs_unmount

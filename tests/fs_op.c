@@ -26,6 +26,8 @@
  *   fs_op chmod PATH OCTAL | chown PATH (to the caller's own uid and gid)
  *   fs_op utimens PATH SECONDS      atime and mtime to SECONDS
  *   fs_op ino PATH                  st_ino
+ *   fs_op seekend FD                lseek(2) the inherited descriptor FD to its end:
+ *                                   prints the offset, and puts the offset back
  *   fs_op dirino DIR NAME           d_ino of NAME in readdir(DIR)
  *   fs_op openmany DIR N            open DIR/q0..q<N-1> (O_CREAT) all at once, write
  *                                   each its number, close them all, read each back
@@ -699,6 +701,20 @@ int main(int argc, char **argv)
 		ts[0].tv_sec = ts[1].tv_sec = (time_t)strtoll(argv[3], NULL, 10);
 		ts[0].tv_nsec = ts[1].tv_nsec = 0;
 		return utimensat(AT_FDCWD, argv[2], ts, 0) ? fail("utimens") : done();
+	}
+	if (strcmp(op, "seekend") == 0 && argc == 3) {
+		int fd = (int)strtol(argv[2], NULL, 10);
+		off_t at = lseek(fd, 0, SEEK_CUR), end;
+
+		if (at < 0)
+			return fail("lseek");
+		end = lseek(fd, 0, SEEK_END);
+		if (end < 0)
+			return fail("lseek");
+		if (lseek(fd, at, SEEK_SET) < 0)
+			return fail("lseek");
+		printf("%lld\n", (long long)end);
+		return 0;
 	}
 	if (strcmp(op, "ino") == 0 && argc == 3) {
 		struct stat st;
