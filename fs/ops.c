@@ -2660,6 +2660,29 @@ static int handle_load(struct fs *fs, struct fs_handle *h)
 	return rc;
 }
 
+/*
+ * Under -o ro: which version a reader shows, without its text (a keys-only
+ * look-up steps over a large value unread).  The kernel's pages of that
+ * version may be kept (keep_cache), and then no read comes: the text is
+ * loaded by the first read that does (handle_load), and no commit can come
+ * between.
+ */
+static int handle_version(struct fs *fs, struct fs_handle *h)
+{
+	struct fs_node *n = h->node;
+	struct cellinfo ci;
+	int rc;
+
+	rc = cell_get(fs, n->table, n->row, n->row_len, n->family, n->qual, n->qual_len, n->ts,
+		      &ci, NULL);
+	if (rc < 0)
+		return rc;
+	h->shown_ts = ci.ts;
+	if (h->type == CELL_INVALID)
+		h->type = ci.type;
+	return 0;
+}
+
 /* Count a handle opened (add) or released on its node: writers listed, readers counted. */
 static void node_track(struct fs *fs, struct fs_handle *h, int add)
 {
@@ -2972,7 +2995,9 @@ static void handle_free(struct fs *fs, struct fs_handle *h)
  * length, valid for no time, since it may not be the newest (reader_stat).
  * The cost is one more request per read than a warm page cache: measured
  * in smolfs(1).  On a read-only mount no value changes, and readers keep
- * the page cache (keep_cache while its pages hold the version opened).
+ * the page cache (keep_cache while its pages hold the version opened); an
+ * open there looks up the version only, and the text waits for the first
+ * read that reaches the daemon, so a cat served from kept pages reads nothing.
  */
 static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
@@ -3005,7 +3030,9 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		struct stat st;
 
 		rc = n->kind == FS_CELL ? 0 : node_stat(fs, n, ino, &st);
-		if (rc == 0)
+		if (rc == 0 && fs->cfg.ro && n->kind == FS_CELL)
+			rc = handle_version(fs, h);   /* no value changes: the text waits for a read */
+		else if (rc == 0)
 			rc = handle_load(fs, h);   /* a cell created, not committed: empty */
 		if (rc < 0) {
 			handle_free(fs, h);
@@ -3149,7 +3176,7 @@ static int reader_stat(struct fs *fs, struct fs_node *n, uint64_t ino, struct fu
 	if (!h || h->node != n || n->kind != FS_CELL || h->writable)
 		return 0;
 	pthread_mutex_lock(&h->lock);
-	len = h->len;   /* a reader's text is loaded at its open and never changes */
+	len = h->len;   /* a reader's text is loaded at its open (-o ro: its first read) */
 	loaded = h->loaded;
 	pthread_mutex_unlock(&h->lock);
 	if (!loaded)
