@@ -4133,8 +4133,10 @@ static void fs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	struct fs *fs = req_fs(req);
 	struct fs_node *n = fs_node_get(fs, ino);
 
+	if (!n || node_stale(fs, n))
+		return reply_err(req, -ESTALE, "removexattr", NULL);
 	reply_err(req, strncmp(name, "user.", 5) ? -ENOTSUP
-		  : n && n->kind == FS_CELL && !strcmp(name, XATTR_TYPE) ? -EPERM : -ENODATA,
+		  : n->kind == FS_CELL && !strcmp(name, XATTR_TYPE) ? -EPERM : -ENODATA,
 		  "removexattr", n);
 }
 
