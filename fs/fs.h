@@ -23,12 +23,14 @@
  * ESTALE (ops.c).
  *
  * Locks, in the order they are taken:
- *   fs.lock     the inode table, every node's nlookup/generation/cached_ts,
- *               the empty-directory set and the ring of open handles; held
- *               only for table operations, never across a database call
- *               (the ids of a table or family are looked up before it is
- *               taken) or a reply
  *   handle.lock one open file's buffer
+ *   fs.lock     the inode table, every node's nlookup/generation/cached_ts,
+ *               a node's key fields as a rename changes them (family and
+ *               family_id together), the empty-directory set and the ring
+ *               of open handles; held only for table operations, never
+ *               across a database call (the ids of a table or family are
+ *               looked up before it is taken) or a reply; one holding it
+ *               only tries a handle's lock
  */
 #ifndef SMOLFS_FS_FS_H
 #define SMOLFS_FS_FS_H
@@ -88,6 +90,7 @@ struct fs_node {
 	uint64_t cached_ts;         /* version whose text the kernel may cache (keep_cache) */
 	uint64_t dirty_len;         /* size of an open handle's unsaved text, if dirty_open */
 	unsigned dirty_open;        /* handles open for writing */
+	unsigned readers;           /* handles open for reading, each holding its own text */
 	int pending;                /* made by mknod, no value yet (ops.c) */
 	int pending_type;           /* its user.smolfs.type (enum cell_type), or 0 */
 	struct fs_handle *writers;  /* those handles (ops.c), under fs.lock */

@@ -463,7 +463,8 @@ void fs_forget(struct fs *fs, uint64_t ino, uint64_t count)
 
 /*
  * Give n a new name, cell key and (a cell) family id; the old strings stay
- * readable until n is freed.
+ * readable until n is freed.  Under fs.lock, which node_stale (ops.c) takes
+ * to read the family name and id as one pair.
  */
 static int rekey(struct fs *fs, struct fs_node *n, uint64_t family_id, uint64_t parent,
 		 const char *name, const struct fs_node *t)

@@ -846,6 +846,23 @@ static int node_stat(struct fs *fs, const struct fs_node *n, uint64_t ino, struc
 	return -EIO;
 }
 
+/*
+ * How long the kernel may keep the attributes given for n.  None while a
+ * descriptor is open on it: a writer's close may change the committed size
+ * at any time, and a reader's lseek(SEEK_END) must ask the daemon, which
+ * answers the length of the text that reader holds (reader_stat), not the
+ * newest size a stat by name left in the inode.
+ */
+static double attr_timeout(struct fs *fs, struct fs_node *n)
+{
+	int open;
+
+	pthread_mutex_lock(&fs->lock);
+	open = n->dirty_open || (n->readers && !fs->cfg.ro);   /* -o ro: no value changes */
+	pthread_mutex_unlock(&fs->lock);
+	return open ? 0 : fs->cfg.timeout;
+}
+
 /* What an entry's attributes and the lookup counts' timeouts are. */
 static void fill_entry(struct fs *fs, struct fs_node *n, const struct stat *st,
 		       struct fuse_entry_param *e)
@@ -855,7 +872,7 @@ static void fill_entry(struct fs *fs, struct fs_node *n, const struct stat *st,
 	e->generation = n->generation;
 	e->attr = *st;
 	e->attr.st_ino = n->ino;
-	e->attr_timeout = fs->cfg.timeout;
+	e->attr_timeout = attr_timeout(fs, n);
 	e->entry_timeout = fs->cfg.timeout;
 }
 
@@ -1028,12 +1045,23 @@ static int is_dir_kind(enum fs_kind k)
  */
 static int node_stale(struct fs *fs, const struct fs_node *n)
 {
-	uint64_t id;
+	const char *family;
+	uint64_t id, family_id;
 
+	/*
+	 * A rename to another family gives a cell node its new family name and
+	 * id one after the other, under fs.lock: read the pair under it too, or
+	 * a request between the two stores would see the new name with the old
+	 * id and answer ESTALE (and a close would drop its text).  The old name
+	 * stays allocated in n->graves, so the pointer outlives the lock.
+	 */
+	pthread_mutex_lock(&fs->lock);
+	family = n->family;
+	family_id = n->family_id;
+	pthread_mutex_unlock(&fs->lock);
 	if (n->table_id && tbl_table_id(fs->db, n->table, &id) == 0 && id != n->table_id)
 		return 1;
-	if (n->family_id && tbl_family_id(fs->db, n->table, n->family, &id) == 0 &&
-	    id != n->family_id)
+	if (family_id && tbl_family_id(fs->db, n->table, family, &id) == 0 && id != family_id)
 		return 1;
 	return 0;
 }
@@ -1124,8 +1152,7 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	rc = node_stat(fs, n, ino, &st);
 	if (rc < 0)
 		return reply_err(req, rc, "getattr", n);
-	/* while a writer has it open, the committed size may change at any close */
-	reply_failed("getattr", fuse_reply_attr(req, &st, n->dirty_open ? 0 : fs->cfg.timeout));
+	reply_failed("getattr", fuse_reply_attr(req, &st, attr_timeout(fs, n)));
 }
 
 /* ------------------------------------------------------------ invalidation helpers */
@@ -2633,6 +2660,30 @@ static int handle_load(struct fs *fs, struct fs_handle *h)
 	return rc;
 }
 
+/*
+ * Under -o ro: which version a reader shows, without its text (a keys-only
+ * look-up steps over a large value unread).  The kernel's pages of that
+ * version may be kept (keep_cache), and then no read comes: the text is
+ * loaded by the first read that does (handle_load), and no commit can come
+ * between.
+ */
+static int handle_version(struct fs *fs, struct fs_handle *h)
+{
+	struct fs_node *n = h->node;
+	struct cellinfo ci;
+	int rc;
+
+	rc = cell_get(fs, n->table, n->row, n->row_len, n->family, n->qual, n->qual_len, n->ts,
+		      &ci, NULL);
+	if (rc < 0)
+		return rc;
+	h->shown_ts = ci.ts;
+	if (h->type == CELL_INVALID)
+		h->type = ci.type;
+	return 0;
+}
+
+/* Count a handle opened (add) or released on its node: writers listed, readers counted. */
 static void node_track(struct fs *fs, struct fs_handle *h, int add)
 {
 	struct fs_node *n = h->node;
@@ -2640,7 +2691,12 @@ static void node_track(struct fs *fs, struct fs_handle *h, int add)
 	struct fs_handle **p;
 
 	pthread_mutex_lock(&fs->lock);
-	if (add) {
+	if (!h->writable) {   /* a reader: counted for attr_timeout */
+		if (add)
+			n->readers++;
+		else
+			n->readers--;
+	} else if (add) {
 		n->dirty_open++;
 		n->dirty_len = h->len;
 		h->next_w = n->writers;
@@ -2890,8 +2946,7 @@ static int open_handle(struct fs *fs, struct fs_node *n, int flags, int created,
 		if (rc < 0)
 			goto fail;
 	}   /* a reader's text is loaded by fs_open, once it knows the node exists */
-	if (h->writable)
-		node_track(fs, h, 1);
+	node_track(fs, h, 1);
 	open_link(fs, &h->open, 0);
 	*out = h;
 	return 0;
@@ -2911,8 +2966,7 @@ static void handle_free(struct fs *fs, struct fs_handle *h)
 	pthread_mutex_lock(&h->lock);
 	pthread_mutex_unlock(&h->lock);
 	open_unlink(fs, &h->open);
-	if (h->writable)
-		node_track(fs, h, 0);
+	node_track(fs, h, 0);
 	pthread_mutex_destroy(&h->lock);
 	free(h->data);
 	free(h);
@@ -2941,7 +2995,9 @@ static void handle_free(struct fs *fs, struct fs_handle *h)
  * length, valid for no time, since it may not be the newest (reader_stat).
  * The cost is one more request per read than a warm page cache: measured
  * in smolfs(1).  On a read-only mount no value changes, and readers keep
- * the page cache (keep_cache while its pages hold the version opened).
+ * the page cache (keep_cache while its pages hold the version opened); an
+ * open there looks up the version only, and the text waits for the first
+ * read that reaches the daemon, so a cat served from kept pages reads nothing.
  */
 static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
@@ -2974,7 +3030,9 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		struct stat st;
 
 		rc = n->kind == FS_CELL ? 0 : node_stat(fs, n, ino, &st);
-		if (rc == 0)
+		if (rc == 0 && fs->cfg.ro && n->kind == FS_CELL)
+			rc = handle_version(fs, h);   /* no value changes: the text waits for a read */
+		else if (rc == 0)
 			rc = handle_load(fs, h);   /* a cell created, not committed: empty */
 		if (rc < 0) {
 			handle_free(fs, h);
@@ -3118,7 +3176,7 @@ static int reader_stat(struct fs *fs, struct fs_node *n, uint64_t ino, struct fu
 	if (!h || h->node != n || n->kind != FS_CELL || h->writable)
 		return 0;
 	pthread_mutex_lock(&h->lock);
-	len = h->len;   /* a reader's text is loaded at its open and never changes */
+	len = h->len;   /* a reader's text is loaded at its open (-o ro: its first read) */
 	loaded = h->loaded;
 	pthread_mutex_unlock(&h->lock);
 	if (!loaded)
@@ -4117,8 +4175,10 @@ static void fs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	struct fs *fs = req_fs(req);
 	struct fs_node *n = fs_node_get(fs, ino);
 
+	if (!n || node_stale(fs, n))
+		return reply_err(req, -ESTALE, "removexattr", NULL);
 	reply_err(req, strncmp(name, "user.", 5) ? -ENOTSUP
-		  : n && n->kind == FS_CELL && !strcmp(name, XATTR_TYPE) ? -EPERM : -ENODATA,
+		  : n->kind == FS_CELL && !strcmp(name, XATTR_TYPE) ? -EPERM : -ENODATA,
 		  "removexattr", n);
 }
 

@@ -7,7 +7,7 @@
 # cached (read twice first, so its pages and attributes are warm).
 . "${SMOLFS_SRCDIR:-.}/tests/fs_lib.sh"
 
-plan 13
+plan 24
 
 fs_mount
 cd "$MNT" || exit 1
@@ -79,6 +79,62 @@ warm t/r/f/n
 file_is t/r/f/n "a write at an offset through another open shows" <<'OUT'
 9
 OUT
+
+# A reader holds the text it opened, and lseek(SEEK_END) gives that text's
+# length (smolfs(1)), even after a commit by another descriptor and a stat by
+# name, which gives the newest size: the stat must not leave that size in the
+# kernel's inode for the reader's lseek to use without asking the daemon.
+printf 'short\n' > t/r/f/s
+exec 8<t/r/f/s
+op_is 6 "a reader opened on a 6-byte value: lseek(SEEK_END) gives 6" seekend 8
+op_is ok "another descriptor writes a 30-byte value and closes" \
+	write t/r/f/s "a value of thirty bytes, long
+"
+run stat -c %s t/r/f/s
+out_is "stat by name gives the new size" <<'OUT'
+30
+OUT
+op_is 6 "the reader's lseek(SEEK_END) still gives its own text's length" seekend 8
+run cat <&8
+out_is "and it reads its own text" <<'OUT'
+short
+OUT
+exec 8<&-
+op_is 30 "a new reader's lseek(SEEK_END) gives the new length" seekend 0 <t/r/f/s
+
+# Under -o ro a cat of an unchanged cell opens with keep_cache and the daemon
+# reads nothing (smolfs(1)): its open looks up the version only, not the
+# text.  A 1 MiB value of random bytes, compacted into an SSTable and read
+# through a block cache smaller than it: each load of its text reads it from
+# the SSTable again, which the engine counts (sst bytes read, in
+# .smolfs/stats).
+head -c 1048576 /dev/urandom >"$T/big"
+sh_run "mkdir t/.families/b && echo bytes > t/.families/b/type && mkdir -p t/r/b &&
+	cat '$T/big' > t/r/b/big"
+succeeds "a 1 MiB bytes cell"
+cd / || exit 1
+fs_unmount
+run "$SMOLCTL" -d "$DATADIR" compact
+succeeds "smolctl compact puts it in an SSTable"
+fs_mount -o ro,cache_size=64K
+cd "$MNT" || exit 1
+sst_read() {
+	awk '$1 == "sst" && $2 == "bytes" && $3 == "read" { print $4 }' .smolfs/stats
+}
+cat t/r/b/big >/dev/null && cat t/r/b/big >/dev/null
+before=$(sst_read)
+for i in 1 2 3 4 5; do
+	cat t/r/b/big >/dev/null
+done
+after=$(sst_read)
+if [ -n "$before" ] && [ -n "$after" ] && [ $((after - before)) -lt 1048576 ]; then
+	ok "-o ro: five more cats of the warm cell read less than its size from SSTables"
+else
+	not_ok "-o ro: five more cats of the warm cell read less than its size from SSTables"
+	echo "# sst bytes read: before '$before', after '$after'"
+fi
+run cmp t/r/b/big "$T/big"
+succeeds "and it reads whole"
 
 cd / || exit 1
 fs_unmount

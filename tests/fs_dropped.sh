@@ -6,7 +6,7 @@
 # works as a fresh one, under the same paths, at once.
 . "${SMOLFS_SRCDIR:-.}/tests/fs_lib.sh"
 
-plan 18
+plan 19
 
 fs_mount
 cd "$MNT" || exit 1
@@ -63,6 +63,7 @@ sh_run 'mkdir t t/.families/f && mkdir -p t/r/f && echo old > t/r/f/q && echo w0
 succeeds "table t with family f, cells q and w"
 exec 3< t/r/f/q
 exec 4>> t/r/f/w
+exec 5< t/r/f/q
 hold_dir "$MNT/t/r"
 # a writer that wrote before the drop and closes after it (tests/fs_op hold)
 rm -f "$T/hold.in"
@@ -91,6 +92,13 @@ out_is "the new table lists its own cells" <<'OUT'
 q
 q2
 OUT
+# removexattr through the descriptor (its /proc link reaches the old inode),
+# of a security. name: for a user. name the kernel first checks write
+# permission, and the getattr that asks answers ESTALE before removexattr
+# reaches the daemon
+op_is "removexattr ESTALE" "removexattr of the old table's open cell fails with ESTALE" \
+	removexattr /proc/self/fd/5 security.smolfs
+exec 5<&-
 old_io table
 echo >&7
 exec 7>&-

@@ -26,6 +26,8 @@
  *   fs_op chmod PATH OCTAL | chown PATH (to the caller's own uid and gid)
  *   fs_op utimens PATH SECONDS      atime and mtime to SECONDS
  *   fs_op ino PATH                  st_ino
+ *   fs_op seekend FD                lseek(2) the inherited descriptor FD to its end:
+ *                                   prints the offset, and puts the offset back
  *   fs_op dirino DIR NAME           d_ino of NAME in readdir(DIR)
  *   fs_op openmany DIR N            open DIR/q0..q<N-1> (O_CREAT) all at once, write
  *                                   each its number, close them all, read each back
@@ -47,6 +49,12 @@
  *                                   commits), while a child process reads the same
  *                                   open file in a loop: the read and the flush of one
  *                                   handle at the same time
+ *   fs_op renamerace PATH OTHER ROUNDS
+ *                                   open(O_RDWR) PATH; a child renames it to OTHER
+ *                                   and back ROUNDS times while the parent writes a
+ *                                   counter at 0, reads its type attribute and fsyncs,
+ *                                   in a loop: every step must succeed, and after the
+ *                                   close PATH holds the last counter written
  */
 #include <dirent.h>
 #include <errno.h>
@@ -520,6 +528,90 @@ static int op_readflush(const char *path, long rounds)
 	return close(fd) ? fail("close") : done();
 }
 
+/*
+ * An open cell renamed to another family and back while its descriptor is
+ * used: each step names the node, whose family name and id the rename
+ * changes.  A check that saw the two half-changed answered ESTALE, and an
+ * fsync or close meeting it dropped the text written.
+ */
+static int op_renamerace(const char *path, const char *other, long rounds)
+{
+	char text[32], got[64];
+	volatile int *stop;
+	long k = 0;
+	int fd, d, status, rc = 0;
+	ssize_t r;
+	pid_t pid;
+
+	if (rounds <= 0)
+		return usage();
+	stop = mmap(NULL, sizeof(*stop), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+		    -1, 0);
+	if (stop == MAP_FAILED)
+		return fail("mmap");
+	*stop = 0;
+	fd = open(path, O_RDWR);
+	if (fd < 0)
+		return fail("open");
+	pid = fork();
+	if (pid < 0)
+		return fail_close(fd, "fork");
+	if (pid == 0) {
+		long i;
+
+		for (i = 0; i < rounds && !*stop; i++) {
+			if (rename(path, other) != 0 || rename(other, path) != 0) {
+				fprintf(stderr, "fs_op: round %ld: rename: %s\n", i, strerror(errno));
+				_exit(1);
+			}
+		}
+		_exit(0);
+	}
+	while (!*stop && rc == 0) {
+		snprintf(text, sizeof(text), "%08ld\n", ++k);
+		if (write_all(fd, text, strlen(text), 0, 1) < 0)
+			rc = fail("write");
+		else if (pread(fd, got, sizeof(got), 0) < 0)
+			rc = fail("read");
+		else if (fgetxattr(fd, "user.smolfs.type", got, sizeof(got)) < 0)
+			rc = fail("getxattr");
+		else if ((d = dup(fd)) < 0 || close(d) != 0)
+			rc = fail("close");   /* a flush: commits */
+		else if (k % 16 == 0 && fsync(fd) != 0)
+			rc = fail("fsync");
+		else if (waitpid(pid, &status, WNOHANG) == pid)
+			break;   /* the renames are over */
+		else
+			continue;
+		*stop = 1;
+		waitpid(pid, &status, 0);
+	}
+	if (rc) {
+		close(fd);
+		return rc;
+	}
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		errno = EIO;
+		return fail_close(fd, "rename");
+	}
+	if (close(fd) != 0)
+		return fail("close");
+	fprintf(stderr, "fs_op: %ld writes while the cell was renamed %ld times\n", k, 2 * rounds);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return fail("open");
+	r = read(fd, got, sizeof(got) - 1);
+	if (r < 0)
+		return fail_close(fd, "read");
+	close(fd);
+	got[r] = '\0';
+	if (strcmp(got, text) != 0) {
+		printf("read %.*s, not the last written %s", (int)strcspn(got, "\n"), got, text);
+		return 1;
+	}
+	return done();
+}
+
 int main(int argc, char **argv)
 {
 	const char *op;
@@ -554,6 +646,8 @@ int main(int argc, char **argv)
 		return op_shrink(argv[2], strtol(argv[3], NULL, 10));
 	if (strcmp(op, "flip") == 0 && argc == 5)
 		return op_flip(argv[2], atoi(argv[3]), strtol(argv[4], NULL, 10));
+	if (strcmp(op, "renamerace") == 0 && argc == 5)
+		return op_renamerace(argv[2], argv[3], strtol(argv[4], NULL, 10));
 	if (strcmp(op, "readflush") == 0 && argc == 4)
 		return op_readflush(argv[2], strtol(argv[3], NULL, 10));
 	if (strcmp(op, "mkdir") == 0 && argc == 3)
@@ -607,6 +701,20 @@ int main(int argc, char **argv)
 		ts[0].tv_sec = ts[1].tv_sec = (time_t)strtoll(argv[3], NULL, 10);
 		ts[0].tv_nsec = ts[1].tv_nsec = 0;
 		return utimensat(AT_FDCWD, argv[2], ts, 0) ? fail("utimens") : done();
+	}
+	if (strcmp(op, "seekend") == 0 && argc == 3) {
+		int fd = (int)strtol(argv[2], NULL, 10);
+		off_t at = lseek(fd, 0, SEEK_CUR), end;
+
+		if (at < 0)
+			return fail("lseek");
+		end = lseek(fd, 0, SEEK_END);
+		if (end < 0)
+			return fail("lseek");
+		if (lseek(fd, at, SEEK_SET) < 0)
+			return fail("lseek");
+		printf("%lld\n", (long long)end);
+		return 0;
 	}
 	if (strcmp(op, "ino") == 0 && argc == 3) {
 		struct stat st;
