@@ -229,6 +229,7 @@ static int child(void)
 	for (size_t i = 0; i < sizeof(rounds) / sizeof(rounds[0]); i++)
 		run_round(&rounds[i]);
 	printf("# writes acknowledged: %ld, lost: %ld\n", total_acked, total_lost);
+	fflush(stdout);   /* the parent's _exit(child()) would drop it */
 	return exit_status();
 }
 
