@@ -470,6 +470,35 @@ static int op_flip(const char *path, int readers, long rounds)
 }
 
 /*
+ * The setup of a descriptor shared with a child: a stop flag in memory both
+ * see (*stop, 0), path opened read-write (*fd), and the fork.  Returns the
+ * child's pid (0 in the child), or -1 once the failure is reported.
+ */
+static pid_t open_and_fork(const char *path, volatile int **stop, int *fd)
+{
+	pid_t pid;
+
+	*stop = mmap(NULL, sizeof(**stop), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+		     -1, 0);
+	if (*stop == MAP_FAILED) {
+		fail("mmap");
+		return -1;
+	}
+	**stop = 0;
+	*fd = open(path, O_RDWR);
+	if (*fd < 0) {
+		fail("open");
+		return -1;
+	}
+	pid = fork();
+	if (pid < 0) {
+		fail_close(*fd, "fork");
+		return -1;
+	}
+	return pid;
+}
+
+/*
  * A flush and a read of one open file at the same time: the parent commits
  * (close of a dup) while its child, sharing the open file, reads it.  A
  * daemon that invalidated the file's pages while holding the handle that
@@ -486,17 +515,8 @@ static int op_readflush(const char *path, long rounds)
 
 	if (rounds <= 0)
 		return usage();
-	stop = mmap(NULL, sizeof(*stop), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-		    -1, 0);
-	if (stop == MAP_FAILED)
-		return fail("mmap");
-	*stop = 0;
-	fd = open(path, O_RDWR);
-	if (fd < 0)
-		return fail("open");
-	pid = fork();
-	if (pid < 0)
-		return fail_close(fd, "fork");
+	if ((pid = open_and_fork(path, &stop, &fd)) < 0)
+		return 1;
 	if (pid == 0) {
 		while (!*stop) {
 			ssize_t r = pread(fd, got, sizeof(got) - 1, 0);
@@ -545,17 +565,8 @@ static int op_renamerace(const char *path, const char *other, long rounds)
 
 	if (rounds <= 0)
 		return usage();
-	stop = mmap(NULL, sizeof(*stop), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-		    -1, 0);
-	if (stop == MAP_FAILED)
-		return fail("mmap");
-	*stop = 0;
-	fd = open(path, O_RDWR);
-	if (fd < 0)
-		return fail("open");
-	pid = fork();
-	if (pid < 0)
-		return fail_close(fd, "fork");
+	if ((pid = open_and_fork(path, &stop, &fd)) < 0)
+		return 1;
 	if (pid == 0) {
 		long i;
 
