@@ -690,6 +690,21 @@ static void ts_to_timespec(uint64_t ts, struct timespec *t)
 	t->tv_nsec = (long)(ts % 1000000) * 1000;
 }
 
+static uint64_t timespec_to_ts(const struct timespec *t)
+{
+	if (t->tv_sec < 0)
+		return 1;
+	return (uint64_t)t->tv_sec * 1000000 + (uint64_t)t->tv_nsec / 1000;
+}
+
+static uint64_t now_ts(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	return timespec_to_ts(&t);
+}
+
 static void fill_dir(struct fs *fs, uint64_t ino, struct stat *st)
 {
 	memset(st, 0, sizeof(*st));
@@ -863,6 +878,33 @@ static double attr_timeout(struct fs *fs, struct fs_node *n)
 	return open ? 0 : fs->cfg.timeout;
 }
 
+/*
+ * A timeout t for a cell's name or attributes (st), cut at the moment its
+ * family's ttl hides the version: no invalidation comes then, since nothing
+ * changes but the clock, and a kernel that kept the entry longer would
+ * answer stat for a cell that reads as gone.  The name q shows the newest
+ * version, and every older one is hidden before it.  A timestamp in the
+ * future is never hidden.
+ */
+static double ttl_timeout(struct fs *fs, const struct fs_node *n, const struct stat *st,
+			  double t)
+{
+	struct tbl_family_settings s;
+	uint64_t ts, end, now;
+
+	if (n->kind != FS_CELL || t <= 0 ||
+	    tbl_get_family(fs->db, n->table, n->family, &s) < 0 || s.ttl == 0)
+		return t;
+	ts = timespec_to_ts(&st->st_mtim);
+	now = now_ts();
+	if (ts > now)
+		return t;
+	end = ts + s.ttl * 1000000;   /* s.ttl <= TBL_MAX_TTL: no overflow */
+	if (end <= now)
+		return 0;
+	return (double)(end - now) / 1e6 < t ? (double)(end - now) / 1e6 : t;
+}
+
 /* What an entry's attributes and the lookup counts' timeouts are. */
 static void fill_entry(struct fs *fs, struct fs_node *n, const struct stat *st,
 		       struct fuse_entry_param *e)
@@ -872,8 +914,8 @@ static void fill_entry(struct fs *fs, struct fs_node *n, const struct stat *st,
 	e->generation = n->generation;
 	e->attr = *st;
 	e->attr.st_ino = n->ino;
-	e->attr_timeout = attr_timeout(fs, n);
-	e->entry_timeout = fs->cfg.timeout;
+	e->attr_timeout = ttl_timeout(fs, n, st, attr_timeout(fs, n));
+	e->entry_timeout = ttl_timeout(fs, n, st, fs->cfg.timeout);
 }
 
 /* ------------------------------------------------------------ names to nodes */
@@ -1147,12 +1189,13 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		return reply_err(req, -ESTALE, "getattr", NULL);
 	request_pid = fuse_req_ctx(req)->pid;
 	if (fi && reader_stat(fs, n, ino, fi, &st))   /* may be stale: not kept but read-only */
-		return reply_failed("getattr", fuse_reply_attr(req, &st, fs->cfg.ro ? fs->cfg.timeout
-									     : 0));
+		return reply_failed("getattr", fuse_reply_attr(req, &st, fs->cfg.ro ?
+					ttl_timeout(fs, n, &st, fs->cfg.timeout) : 0));
 	rc = node_stat(fs, n, ino, &st);
 	if (rc < 0)
 		return reply_err(req, rc, "getattr", n);
-	reply_failed("getattr", fuse_reply_attr(req, &st, attr_timeout(fs, n)));
+	reply_failed("getattr", fuse_reply_attr(req, &st, ttl_timeout(fs, n, &st,
+								       attr_timeout(fs, n))));
 }
 
 /* ------------------------------------------------------------ invalidation helpers */
@@ -3542,21 +3585,6 @@ static int restamp(struct fs *fs, struct fs_node *n, uint64_t ts)
 out:
 	free(text.data);
 	return rc;
-}
-
-static uint64_t timespec_to_ts(const struct timespec *t)
-{
-	if (t->tv_sec < 0)
-		return 1;
-	return (uint64_t)t->tv_sec * 1000000 + (uint64_t)t->tv_nsec / 1000;
-}
-
-static uint64_t now_ts(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_REALTIME, &t);
-	return timespec_to_ts(&t);
 }
 
 /*

@@ -6,7 +6,7 @@
 # family declared in .families/, cells written with echo).
 . "${SMOLFS_SRCDIR:-.}/tests/fs_lib.sh"
 
-plan 75
+plan 78
 
 run "$SMOLCTL" -d "$DATADIR" import --create "$S/examples/aircraft.jsonl"
 check "$status" "smolctl import of examples/aircraft.jsonl before mounting"
@@ -326,6 +326,22 @@ fails "after the TTL the current reading is gone too"
 sh_run "ls 'sensors/temp#kitchen/reading' 2>/dev/null | grep -c celsius || true"
 out_is "and no version is listed" <<'EOF'
 0
+EOF
+
+# A name the kernel holds goes when its version expires: nothing invalidates
+# it then, so its entry and attributes are given only until that moment
+# (the mount's timeout is an hour).  Another family, with a ttl of 2 s from
+# the start, so that no ttl change invalidates anything.
+sh_run "mkdir sensors/.families/gauge && echo 2 > sensors/.families/gauge/ttl &&
+	mkdir -p 'sensors/temp#hall/gauge' && echo 7 > 'sensors/temp#hall/gauge/level' &&
+	stat 'sensors/temp#hall/gauge/level' >/dev/null && ls -l 'sensors/temp#hall/gauge' >/dev/null"
+succeeds "a cell in a family with a ttl of 2 s, stat'ed and listed (the kernel caches its name)"
+sleep 3
+run stat -c %s 'sensors/temp#hall/gauge/level'
+fails "after 2 s stat finds no cell: the kernel's entry ended with the version"
+sh_run "test -e 'sensors/temp#hall/gauge/level' || echo gone"
+out_is "and test -e says it is gone" <<'EOF'
+gone
 EOF
 
 cd / || exit 1
