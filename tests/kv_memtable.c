@@ -9,7 +9,9 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static struct slice S(const char *s)
 {
@@ -369,6 +371,37 @@ static void test_range_tombstones(void)
 	mem_unref(m);
 }
 
+/*
+ * The range index a memtable keeps for readers holds a copy of every
+ * tombstone's keys and its fragments: mem_bytes counts it, so that a mass
+ * delete (a row tombstone per row) switches the memtable when its memory,
+ * not only its arena, reaches the write buffer's size.  Against a memtable
+ * of point entries with the same keys and values, whose arena is the same
+ * size, it must count at least the index's copies of the keys.
+ */
+static void test_range_index_bytes(void)
+{
+	enum { N = 2000 };
+	struct memtable *r = mem_new(), *p = mem_new();
+	char k[32], e[32];
+	size_t rb, pb;
+
+	for (int i = 0; i < N; i++) {
+		snprintf(k, sizeof(k), "row%012d/a", i);
+		snprintf(e, sizeof(e), "row%012d/b", i);
+		mem_add(r, (uint64_t)i + 1, KT_RANGE_DEL, S(k), S(e));
+		mem_add(p, (uint64_t)i + 1, KT_PUT, S(k), S(e));
+	}
+	rb = mem_bytes(r);
+	pb = mem_bytes(p);
+	ok(rb >= pb + (size_t)N * 2 * strlen(k),
+	   "mem_bytes counts the range index: %zu bytes for %d tombstones, %zu for as many puts",
+	   rb, N, pb);
+	ok(rb < pb + (size_t)N * 512, "and no more than a few hundred bytes a tombstone over the arena");
+	mem_unref(r);
+	mem_unref(p);
+}
+
 /* ---------------------------------------------------------------- reference counts */
 
 static void test_refs(void)
@@ -641,13 +674,14 @@ static void test_pool(void)
 
 int main(void)
 {
-	plan(70);
+	plan(72);
 	test_empty();
 	test_versions();
 	test_big_value();
 	test_bytes_small();
 	test_random_reference();
 	test_range_tombstones();
+	test_range_index_bytes();
 	test_refs();
 	test_concurrency();
 	test_pool();

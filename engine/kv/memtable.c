@@ -606,7 +606,7 @@ int mem_get(struct memtable *m, struct slice ukey, uint64_t snap_seq, int *type,
 
 size_t mem_bytes(const struct memtable *m)
 {
-	return __atomic_load_n(&m->arena.used, __ATOMIC_RELAXED);
+	return __atomic_load_n(&m->arena.used, __ATOMIC_RELAXED) + rdel_index_bytes(m->rindex);
 }
 
 uint64_t mem_entries(const struct memtable *m)

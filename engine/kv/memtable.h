@@ -65,7 +65,7 @@ struct iter *mem_range_iter_new(struct memtable *m);
  */
 struct rdel_view *mem_range_view(struct memtable *m);
 
-size_t mem_bytes(const struct memtable *m);      /* arena bytes in use */
+size_t mem_bytes(const struct memtable *m);      /* arena bytes in use, and the range index's */
 uint64_t mem_entries(const struct memtable *m);  /* point entries */
 uint64_t mem_range_dels(const struct memtable *m);
 uint64_t mem_max_seq(const struct memtable *m);  /* 0 when empty */

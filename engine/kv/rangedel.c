@@ -32,6 +32,7 @@ struct rdel_set {
 	size_t n;
 	uint64_t *seqs;
 	char *keys;
+	size_t bytes;    /* the memory it holds, the struct included */
 };
 
 /* A boundary of the sweep: a key where some tombstone starts or ends. */
@@ -65,7 +66,7 @@ struct rdel_set *rdel_set_build(const struct rtomb *t, size_t n, uint64_t max_se
 	char *kp;
 
 	if (n == 0)
-		return s;
+		goto out;
 	b = xmalloc(2 * n * sizeof(*b));
 	for (size_t i = 0; i < n; i++) {
 		assert(slice_cmp(t[i].start, t[i].end) < 0);
@@ -149,7 +150,9 @@ struct rdel_set *rdel_set_build(const struct rtomb *t, size_t n, uint64_t max_se
 	/* The seqs array has stopped moving; point the fragments into it. */
 	for (size_t f = 0; f < s->n; f++)
 		s->frags[f].seqs = s->seqs + frag_seq_off[f];
+	s->bytes = frags_cap * sizeof(*s->frags) + seqs_cap * sizeof(*s->seqs) + keybytes;
 out:
+	s->bytes += sizeof(*s);
 	free(b);
 	free(active);
 	free(scratch);
@@ -309,6 +312,7 @@ static struct rdel_set *rdel_set_merge(const struct rdel_set *a, const struct rd
 	uint64_t *scratch = NULL;
 	char *kp;
 
+	s->bytes = sizeof(*s);
 	if (na + nb == 0)
 		return s;
 	keys = xmalloc((na + nb) * sizeof(*keys));
@@ -374,6 +378,7 @@ static struct rdel_set *rdel_set_merge(const struct rdel_set *a, const struct rd
 	}
 	for (size_t f = 0; f < s->n; f++)
 		s->frags[f].seqs = s->seqs + off[f];
+	s->bytes = sizeof(*s) + nk * sizeof(*s->frags) + seqs_cap * sizeof(*s->seqs) + keybytes;
 	free(keys);
 	free(off);
 	free(scratch);
@@ -396,6 +401,7 @@ struct rdel_view {
 struct rdel_index {
 	pthread_mutex_t mu;          /* guards cur (the pointer, not what it points to) */
 	struct rdel_view *cur;       /* NULL while empty */
+	size_t bytes;                /* held by cur's sets; written by the writer only */
 };
 
 static struct rdel_part *part_new(struct rdel_set *set, size_t ntombs)
@@ -438,7 +444,7 @@ void rdel_index_add(struct rdel_index *x, struct slice start, struct slice end, 
 	struct rtomb t = { start, end, seq };
 	struct rdel_view *old = x->cur, *v;   /* only the writer changes cur */
 	struct rdel_part *p = part_new(rdel_set_build(&t, 1, SEQ_MAX, 0), 1);
-	size_t keep = old ? old->n : 0;
+	size_t keep = old ? old->n : 0, bytes = __atomic_load_n(&x->bytes, __ATOMIC_RELAXED);
 
 	/*
 	 * Carry as a binary counter does: while the newest set is no larger,
@@ -449,10 +455,13 @@ void rdel_index_add(struct rdel_index *x, struct slice start, struct slice end, 
 		struct rdel_part *q = old->parts[keep - 1];
 		struct rdel_part *m = part_new(rdel_set_merge(q->set, p->set), q->ntombs + p->ntombs);
 
+		bytes -= q->set->bytes;
 		part_unref(p);
 		p = m;
 		keep--;
 	}
+	bytes += p->set->bytes;
+	__atomic_store_n(&x->bytes, bytes, __ATOMIC_RELAXED);
 	v = xmalloc(sizeof(*v) + (keep + 1) * sizeof(v->parts[0]));
 	v->refs = 1;
 	v->n = keep + 1;
@@ -465,6 +474,11 @@ void rdel_index_add(struct rdel_index *x, struct slice start, struct slice end, 
 	x->cur = v;
 	pthread_mutex_unlock(&x->mu);
 	rdel_view_release(old);
+}
+
+size_t rdel_index_bytes(const struct rdel_index *x)
+{
+	return __atomic_load_n(&x->bytes, __ATOMIC_RELAXED);
 }
 
 struct rdel_view *rdel_index_view(struct rdel_index *x)

@@ -86,6 +86,8 @@ void rdel_index_free(struct rdel_index *x);   /* REQUIRES: no view outstanding *
 /* Add [start, end) @ seq (copies the keys).  REQUIRES start < end. */
 void rdel_index_add(struct rdel_index *x, struct slice start, struct slice end, uint64_t seq);
 
+/* The memory the index's sets hold now (fragments, keys, sequences). */
+size_t rdel_index_bytes(const struct rdel_index *x);
 /* The current view, or NULL while the index is empty; release it when done. */
 struct rdel_view *rdel_index_view(struct rdel_index *x);
 void rdel_view_release(struct rdel_view *v);   /* v may be NULL */
