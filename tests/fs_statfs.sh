@@ -5,7 +5,7 @@
 # by name and not listed, so find, rsync and cp -a of the mount never meet it.
 . "${SMOLFS_SRCDIR:-.}/tests/fs_lib.sh"
 
-plan 13
+plan 14
 
 fs_mount
 run stat -f -c %l "$MNT"
@@ -42,6 +42,14 @@ if [ "$status" -eq 0 ] && grep -q '^level  files      bytes$' "$T/out" &&
 	ok "cat .smolfs/stats: files and bytes per level, log bytes, disk bytes, cache hits"
 else
 	not_ok "cat .smolfs/stats: files and bytes per level, log bytes, disk bytes, cache hits"
+	_show_run
+fi
+# the cell written is in a memtable still: one entry at least, some bytes
+if awk '$1 == "memtables" && $2 > 0 && $3 == "bytes" && $4 == "active," &&
+	$11 ~ /^\([1-9]/ && $12 == "entries," { found = 1 } END { exit !found }' "$T/out"; then
+	ok "stats has a memtables line: the active memtables' bytes and their entries ($(grep '^memtables' "$T/out"))"
+else
+	not_ok "stats has a memtables line: the active memtables' bytes and their entries"
 	_show_run
 fi
 run ls -A "$MNT"

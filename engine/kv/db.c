@@ -1589,6 +1589,33 @@ static void list_sstables(struct kv_db *db, struct buf *out)
 	}
 }
 
+/*
+ * The memory of every tree's memtables, the active ones and those being
+ * flushed apart, and what they hold.  REQUIRES mu held.
+ */
+static int memtables_line(struct kv_db *db, char *line, size_t cap)
+{
+	uint64_t active = 0, flushing = 0, entries = 0, rdels = 0;
+	size_t nflushing = 0;
+
+	for (size_t i = 0; i < db->ntrees; i++) {
+		struct kv_tree *t = db->trees[i];
+		active += mem_bytes(t->mem);
+		entries += mem_entries(t->mem);
+		rdels += mem_range_dels(t->mem);
+		if (t->imm) {
+			flushing += mem_bytes(t->imm);
+			entries += mem_entries(t->imm);
+			rdels += mem_range_dels(t->imm);
+			nflushing++;
+		}
+	}
+	return snprintf(line, cap, "memtables %llu bytes active, %llu bytes in %zu being flushed "
+			"(%llu entries, %llu range deletions)\n", (unsigned long long)active,
+			(unsigned long long)flushing, nflushing, (unsigned long long)entries,
+			(unsigned long long)rdels);
+}
+
 char *kv_property(struct kv_db *db, const char *name)
 {
 	struct buf out = BUF_INIT;
@@ -1630,6 +1657,8 @@ char *kv_property(struct kv_db *db, const char *name)
 			     lookups ? 100.0 * (double)st.block_cache_hits / (double)lookups : 0.0,
 			     (unsigned long long)lookups, (unsigned long long)st.bloom_useful,
 			     (unsigned long long)st.stall_micros);
+		buf_append(&out, line, (size_t)n);
+		n = memtables_line(db, line, sizeof(line));
 		buf_append(&out, line, (size_t)n);
 	}
 	pthread_mutex_unlock(&db->mu);
