@@ -176,6 +176,13 @@ struct fs_node *fs_node_get(struct fs *fs, uint64_t ino);
  */
 struct fs_node *fs_node_ref(struct fs *fs, struct fs_node *parent, const char *name, size_t len,
 			    const struct fs_node *tmpl);
+/*
+ * The node named (parent, name), with one more kernel reference, if it is a
+ * cell created and not committed yet (a handle open for writing on it, or
+ * made by mknod): such a cell exists though the database has no value for
+ * it.  Else NULL.
+ */
+struct fs_node *fs_node_ref_unborn(struct fs *fs, uint64_t parent, const char *name, size_t len);
 /* Undo one fs_node_ref (an entry that did not reach the kernel). */
 void fs_node_unref(struct fs *fs, struct fs_node *n, uint64_t count);
 /* The kernel forgot count references. */

@@ -361,6 +361,20 @@ static void child_ids(struct fs *fs, const struct fs_node *parent, const struct 
 	*family_id = family_id_of(fs, parent, t);
 }
 
+struct fs_node *fs_node_ref_unborn(struct fs *fs, uint64_t parent, const char *name, size_t len)
+{
+	struct fs_node *n;
+
+	pthread_mutex_lock(&fs->lock);
+	n = find_name(fs, parent, name, len);
+	if (n && n->kind == FS_CELL && (n->dirty_open || n->pending))
+		n->nlookup++;
+	else
+		n = NULL;
+	pthread_mutex_unlock(&fs->lock);
+	return n;
+}
+
 struct fs_node *fs_node_ref(struct fs *fs, struct fs_node *parent, const char *name, size_t len,
 			    const struct fs_node *t)
 {

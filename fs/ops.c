@@ -753,6 +753,36 @@ static uint64_t setting_mtime(const char *text, size_t len)
 	return (1000000000ull + h % 100000000ull) * 1000000;
 }
 
+/* If n was made by mknod and has no value yet, give it type (and say 1): under fs.lock. */
+static int node_pending_type(struct fs *fs, struct fs_node *n, int type)
+{
+	int r;
+
+	pthread_mutex_lock(&fs->lock);
+	r = n->pending;
+	if (r)
+		n->pending_type = type;
+	pthread_mutex_unlock(&fs->lock);
+	return r;
+}
+
+/*
+ * Whether n is a cell created and not committed yet (a handle open for
+ * writing, or mknod'ed), and the length of a writer's text so far (len may
+ * be NULL): read under fs.lock, where opens, closes and commits change them.
+ */
+static int node_unborn(struct fs *fs, const struct fs_node *n, uint64_t *len)
+{
+	int r;
+
+	pthread_mutex_lock(&fs->lock);
+	r = n->dirty_open || n->pending;
+	if (len)
+		*len = n->dirty_len;
+	pthread_mutex_unlock(&fs->lock);
+	return r;
+}
+
 /*
  * Does what n describes exist, and what are its attributes?  n may be a
  * template not yet in the table (a lookup) or a live node (getattr); ino is
@@ -763,6 +793,7 @@ static int node_stat(struct fs *fs, const struct fs_node *n, uint64_t ino, struc
 	struct tbl_family_settings s;
 	struct cellinfo ci;
 	char text[128];
+	uint64_t len64;
 	size_t len;
 	int rc;
 
@@ -851,9 +882,9 @@ static int node_stat(struct fs *fs, const struct fs_node *n, uint64_t ino, struc
 			      n->ts, &ci, NULL);
 		if (rc == 0) {
 			fill_file(fs, ino, ci.text_size, ci.ts, st);
-		} else if (rc == -ENOENT && ino && (n->dirty_open || n->pending)) {
+		} else if (rc == -ENOENT && ino && node_unborn(fs, n, &len64)) {
 			/* created and not committed yet: the writer's text so far */
-			fill_file(fs, ino, n->dirty_len, 0, st);
+			fill_file(fs, ino, (size_t)len64, 0, st);
 			rc = 0;
 		}
 		return rc;
@@ -1130,27 +1161,23 @@ static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		rc = -ENOENT;
 	if (rc < 0) {
 		/* a created cell not committed yet exists while its handle is open */
-		if (rc == -ENOENT && t.kind == FS_CELL) {
-			n = fs_node_get(fs, fs_child_ino(fs, parent, name, len));
-			if (n && n->parent == parent && (n->dirty_open || n->pending) &&
-			    node_stat(fs, n, n->ino, &st) == 0) {
-				n = fs_node_ref(fs, p, name, len, &t);
-				if (n) {
-					fill_entry(fs, n, &st, &e);
-					rc = fuse_reply_entry(req, &e);
-					if (rc < 0)
-						fs_node_unref(fs, n, 1);
-					return;
-				}
+		if (rc == -ENOENT && t.kind == FS_CELL &&
+		    (n = fs_node_ref_unborn(fs, parent, name, len)) != NULL) {
+			if (!node_stale(fs, n) && node_stat(fs, n, n->ino, &st) == 0) {
+				fill_entry(fs, n, &st, &e);
+				if (fuse_reply_entry(req, &e) < 0)
+					fs_node_unref(fs, n, 1);
+				return;
 			}
+			fs_node_unref(fs, n, 1);
 		}
 		return reply_err(req, rc, "lookup", p);
 	}
 	n = fs_node_ref(fs, p, name, len, &t);
 	if (!n)
 		return reply_err(req, -ENOMEM, "lookup", p);
-	if (n->dirty_open)
-		node_stat(fs, n, n->ino, &st);
+	if (node_unborn(fs, n, NULL))
+		node_stat(fs, n, n->ino, &st);   /* a writer's text so far */
 	fill_entry(fs, n, &st, &e);
 	rc = fuse_reply_entry(req, &e);
 	if (rc < 0) {
@@ -2682,7 +2709,7 @@ static int handle_load(struct fs *fs, struct fs_handle *h)
 	}
 	rc = cell_get(fs, n->table, n->row, n->row_len, n->family, n->qual, n->qual_len, n->ts,
 		      &ci, &b);
-	if (rc == -ENOENT && (h->created || n->dirty_open || n->pending)) {   /* not yet */
+	if (rc == -ENOENT && (h->created || node_unborn(fs, n, NULL))) {   /* not yet */
 		h->len = 0;
 		h->loaded = 1;
 		return 0;
@@ -2967,7 +2994,9 @@ static int open_handle(struct fs *fs, struct fs_node *n, int flags, int created,
 	h->writable = acc != O_RDONLY;
 	h->append = !!(flags & O_APPEND);
 	h->created = created;
+	pthread_mutex_lock(&fs->lock);
 	h->type = (enum cell_type)n->pending_type;   /* mknod then setxattr (tar --xattrs) */
+	pthread_mutex_unlock(&fs->lock);
 	h->pid = request_pid;
 	h->fresh = 1;
 	if (h->writable && (flags & O_TRUNC || created)) {
@@ -3060,7 +3089,7 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (n->kind == FS_STATS && (fi->flags & O_ACCMODE) != O_RDONLY)
 		return reply_err(req, -EACCES, "open", n);
 	rc = open_handle(fs, n, fi->flags, 0, &h);
-	if (rc == -ENOENT && (n->dirty_open || n->pending))
+	if (rc == -ENOENT && node_unborn(fs, n, NULL))
 		rc = open_handle(fs, n, fi->flags, 1, &h);   /* created, not committed yet */
 	if (rc < 0)
 		return reply_err(req, rc, "open", n);
@@ -3727,7 +3756,7 @@ out:
 	if (rc < 0)
 		return reply_err(req, rc, "setattr", n);
 	if ((to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW)) && n->kind == FS_CELL &&
-	    n->dirty_open && st.st_mtim.tv_sec == fs->start.tv_sec) {
+	    node_unborn(fs, n, NULL) && st.st_mtim.tv_sec == fs->start.tv_sec) {
 		if (to_set & FUSE_SET_ATTR_MTIME)
 			st.st_mtim = attr->st_mtim;
 	}
@@ -4110,11 +4139,13 @@ static void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 	} else {
 		rc = cell_get(fs, n->table, n->row, n->row_len, n->family, n->qual, n->qual_len, n->ts,
 		      &ci, NULL);
-	if (rc == -ENOENT && (n->dirty_open || n->pending)) {
+	if (rc == -ENOENT && node_unborn(fs, n, NULL)) {
 		struct tbl_family_settings s;
 
 		rc = tbl_get_family(fs->db, n->table, n->family, &s);
+		pthread_mutex_lock(&fs->lock);
 		ci.type = n->pending_type ? (enum cell_type)n->pending_type : s.type;
+		pthread_mutex_unlock(&fs->lock);
 	}
 	}
 	if (rc < 0)
@@ -4186,10 +4217,7 @@ static void fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 	rc = cell_type_parse(slice_str(v), &to);
 	if (rc == 0 && n->kind == FS_TEMP)   /* a temporary file keeps it for its rename */
 		rc = temp_meta(fs, n, n->name, 0, to);
-	else if (rc == 0 && n->pending) {   /* mknod'ed, no value yet */
-		pthread_mutex_lock(&fs->lock);
-		n->pending_type = to;
-		pthread_mutex_unlock(&fs->lock);
+	else if (rc == 0 && node_pending_type(fs, n, to)) {   /* mknod'ed, no value yet */
 		writers_take(fs, n, &to, NULL);
 	} else if (rc == 0 && !writers_take(fs, n, &to, NULL))   /* cp -a: before its close */
 		rc = convert(fs, n, to);
