@@ -386,10 +386,17 @@ struct fs_node *fs_node_ref(struct fs *fs, struct fs_node *parent, const char *n
 		child_ids(fs, parent, t, &table_id, &family_id);
 	pthread_mutex_lock(&fs->lock);
 	n = find_name(fs, parent->ino, name, len);
-	if (n && (n->table_id != table_id || n->family_id != family_id)) {
+	if (n && (n->table_id != table_id || n->family_id != family_id) &&
+	    (table_id > n->table_id || (table_id == n->table_id && family_id > n->family_id))) {
 		detach(fs, n);   /* its table or family was dropped and made again */
 		n = NULL;
 	}
+	/*
+	 * Ids only grow (a table's, and a family's within it): older ones than
+	 * n's were read before a drop and re-creation that n was made after,
+	 * and n is the name's node; this lookup gets it rather than pushing it
+	 * out (its users would get ESTALE).
+	 */
 	if (n) {
 		n->nlookup++;
 		pthread_mutex_unlock(&fs->lock);
