@@ -216,22 +216,7 @@ while [ "$cy" -le "$cycles" ]; do
 	cp "$T/actual" "$T/state"
 
 	# ---------------------------------------------------------- unmount, check
-	fusermount3 -u "$MNT" >"$T/umount.err" 2>&1
-	_ust=$?
-	fs_wait_exit "$fs_pid"
-	fs_pid=
-	fs_mounted=
-	if [ "$_ust" -ne 0 ] || [ "$fs_status" -ne 0 ] || ! fs_log_clean; then
-		nunmount=$((nunmount + 1))
-		diag "cycle $cy: unmount status $_ust, daemon exit status $fs_status"
-		fs_show_log
-	fi
-	run "$SMOLCTL" -d "$DATADIR" check
-	if [ "$status" -ne 0 ]; then
-		ncheck=$((ncheck + 1))
-		diag "cycle $cy: smolctl check failed:"
-		_show_run
-	fi
+	fs_cycle_end "cycle $cy"
 	ncycles=$cy
 	cy=$((cy + 1))
 	[ "$cy" -le "$cycles" ] && fs_mount
