@@ -113,9 +113,17 @@ struct fs_node {
 	struct fs_node *next_cell;  /* CELL nodes by (table, row, family, qualifier) */
 };
 
+/*
+ * The default bound on the text the daemon holds for open files and
+ * temporary files (cfg.buffer_limit): this, or four largest values if that
+ * is more.
+ */
+#define FS_BUFFER_LIMIT ((size_t)256 << 20)
+
 struct fs_config {
 	size_t cache_size;          /* 0: the engine's default */
 	size_t max_value_size;      /* 0: the table layer's default */
+	size_t buffer_limit;        /* bytes of text held for users (ops.c's mem_charge); 0: default */
 	int sync;                   /* every commit synced */
 	int ro;
 	int singlethread;           /* -s: one thread serves every request */
@@ -141,6 +149,7 @@ struct fs {
 	struct fs_scratch *scratch; /* files in .families/<fam>/ (ops.c), under lock */
 	struct fs_recent *recent;   /* cells a process made through q@ts (ops.c), under lock */
 	struct fs_empty *emptied;   /* a family an unlink may have emptied (ops.c), under lock */
+	size_t buffered;            /* bytes charged against cfg.buffer_limit, atomic (ops.c) */
 	/* invalidations waiting for the notifier thread */
 	pthread_mutex_t nlock;
 	pthread_cond_t ncond;

@@ -48,6 +48,7 @@ struct options {
 	char *datadir;
 	char *cache_size;
 	char *max_value_size;
+	char *buffer_limit;
 	double timeout;
 	int sync;
 	int ro;
@@ -60,6 +61,7 @@ enum { KEY_RO = 1, KEY_NONOPT_EXTRA };
 static const struct fuse_opt smolfs_opts[] = {
 	OPT("cache_size=%s", cache_size),
 	OPT("max_value_size=%s", max_value_size),
+	OPT("buffer_limit=%s", buffer_limit),
 	OPT("timeout=%lf", timeout),
 	OPT("sync", sync),
 	FUSE_OPT_KEY("ro", KEY_RO),
@@ -117,6 +119,8 @@ static void usage(const char *prog)
 	       "smolfs options:\n"
 	       "    -o cache_size=SIZE      block cache of the engine (bytes, K, M or G; default 64M)\n"
 	       "    -o max_value_size=SIZE  largest cell value (default 10M, at most 100M)\n"
+	       "    -o buffer_limit=SIZE    text held for open and temporary files (default\n"
+	       "                            256M, or room for 4 largest values if more)\n"
 	       "    -o sync                 every commit is synced to disk before close() returns\n"
 	       "    -o ro                   read-only: every change fails with EROFS\n"
 	       "    -o timeout=SECONDS      how long the kernel caches names and attributes\n"
@@ -268,6 +272,18 @@ int main(int argc, char *argv[])
 				 fs.cfg.max_value_size > TBL_LIMIT_MAX_VALUE)) {
 		fprintf(stderr, "smolfs: max_value_size=%s: not a size from 1 to 100M\n",
 			o.max_value_size);
+		goto out;
+	}
+	/*
+	 * Below two largest texts it would refuse values the value limit
+	 * allows (a temporary file's commit holds its text twice for a moment).
+	 */
+	if (o.buffer_limit &&
+	    (parse_size(o.buffer_limit, &fs.cfg.buffer_limit) < 0 ||
+	     fs.cfg.buffer_limit < 2 * ((fs.cfg.max_value_size ? fs.cfg.max_value_size
+							     : TBL_DEFAULT_MAX_VALUE) + 1))) {
+		fprintf(stderr, "smolfs: buffer_limit=%s: must be a size of at least "
+			"2 x (max_value_size + 1)\n", o.buffer_limit);
 		goto out;
 	}
 	if (mkdir(o.datadir, 0700) < 0 && errno != EEXIST) {
@@ -425,6 +441,7 @@ out:
 	free(o.datadir);
 	free(o.cache_size);
 	free(o.max_value_size);
+	free(o.buffer_limit);
 	free(co.mountpoint);
 	fuse_opt_free_args(&args);
 	return ret;

@@ -327,6 +327,46 @@ static char *temp_family(const struct fs_node *n)
 /* The process of the request this thread serves (lookup, create), for hidden == 2. */
 static __thread pid_t request_pid;
 
+/*
+ * The daemon's memory for users' text.  Every open file holds its text in
+ * the daemon (a writer's until the commit, a reader's from the open: see
+ * "Readers and the kernel's cache"), and a temporary file lives in memory
+ * until it is renamed or removed; each may be as large as the value limit.
+ * Without a bound, a user who can write to the mount could make the daemon
+ * hold one limit-sized value per descriptor or per temporary file, as many
+ * as they like, until the machine runs out of memory.  So those bytes are
+ * charged against cfg.buffer_limit (smolfs(1): buffer_limit) before they
+ * are held, or, for a value read from the engine, once its size is known,
+ * and given back when freed; a charge that would pass the limit is -ENOMEM
+ * (write, truncate, an open for reading, a temporary file's close).  Other
+ * memory (the memtables, the block cache, the kernel's requests) has
+ * bounds of its own.
+ */
+static size_t buffer_limit(const struct fs *fs)
+{
+	size_t m = fs->cfg.max_value_size ? fs->cfg.max_value_size : TBL_DEFAULT_MAX_VALUE;
+
+	if (fs->cfg.buffer_limit)
+		return fs->cfg.buffer_limit;
+	return 4 * (m + 1) > FS_BUFFER_LIMIT ? 4 * (m + 1) : FS_BUFFER_LIMIT;
+}
+
+static int mem_charge(struct fs *fs, size_t n)
+{
+	size_t now = __atomic_add_fetch(&fs->buffered, n, __ATOMIC_RELAXED);
+
+	if (now > buffer_limit(fs) || now < n) {
+		__atomic_sub_fetch(&fs->buffered, n, __ATOMIC_RELAXED);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void mem_uncharge(struct fs *fs, size_t n)
+{
+	__atomic_sub_fetch(&fs->buffered, n, __ATOMIC_RELAXED);
+}
+
 static int hidden_from_caller(const struct fs_scratch *x)
 {
 	if (x->hidden == 1)
@@ -367,10 +407,15 @@ static int scratch_put(struct fs *fs, const char *table, const char *family, con
 		       const char *data, size_t len, int hidden)
 {
 	struct fs_scratch *x;
-	char *copy = malloc(len ? len : 1);
+	char *copy;
 
-	if (!copy)
+	if (mem_charge(fs, len) < 0)
 		return -ENOMEM;
+	copy = malloc(len ? len : 1);
+	if (!copy) {
+		mem_uncharge(fs, len);
+		return -ENOMEM;
+	}
 	if (len)
 		memcpy(copy, data, len);
 	pthread_mutex_lock(&fs->lock);
@@ -388,11 +433,13 @@ static int scratch_put(struct fs *fs, const char *table, const char *family, con
 		if (!x) {
 			pthread_mutex_unlock(&fs->lock);
 			free(copy);
+			mem_uncharge(fs, len);
 			return -ENOMEM;
 		}
 		x->next = fs->scratch;
 		fs->scratch = x;
 	}
+	mem_uncharge(fs, x->len);
 	free(x->data);
 	x->data = copy;
 	x->len = len;
@@ -522,6 +569,7 @@ static void scratch_remove(struct fs *fs, const char *table, const char *family,
 			continue;
 		}
 		*p = x->next;
+		mem_uncharge(fs, x->len);
 		free(x->table);
 		free(x->family);
 		free(x->name);
@@ -645,6 +693,7 @@ void fs_scratch_free(struct fs *fs)
 		struct fs_scratch *x = fs->scratch;
 
 		fs->scratch = x->next;
+		mem_uncharge(fs, x->len);
 		free(x->table);
 		free(x->family);
 		free(x->name);
@@ -670,10 +719,12 @@ static int stats_text(struct fs *fs, char **text, size_t *len)
 	if (!engine)
 		return -ENOMEM;
 	kv_get_stats(tbl_kv(fs->db), &ks);
-	n = asprintf(&out, "%sdisk bytes %llu\nblock cache hits %llu\nblock cache misses %llu\n",
+	n = asprintf(&out, "%sdisk bytes %llu\nblock cache hits %llu\nblock cache misses %llu\n"
+		     "buffered bytes %zu\nbuffer limit %zu\n",
 		     engine, (unsigned long long)ks.disk_bytes,
 		     (unsigned long long)ks.block_cache_hits,
-		     (unsigned long long)ks.block_cache_misses);
+		     (unsigned long long)ks.block_cache_misses,
+		     __atomic_load_n(&fs->buffered, __ATOMIC_RELAXED), buffer_limit(fs));
 	free(engine);
 	if (n < 0)
 		return -ENOMEM;
@@ -2630,7 +2681,24 @@ struct fs_handle {
 	struct fs_handle *next_w;   /* the node's writable handles, under fs.lock */
 };
 
-static int hbuf_reserve(struct fs_handle *h, size_t need)
+static size_t max_text(struct fs *fs)
+{
+	size_t m = fs->cfg.max_value_size ? fs->cfg.max_value_size : TBL_DEFAULT_MAX_VALUE;
+
+	return m + 1;   /* a string's text adds its newline */
+}
+
+/* The handle's buffer freed, and its charge given back. */
+static void hbuf_free(struct fs *fs, struct fs_handle *h)
+{
+	mem_uncharge(fs, h->cap);
+	free(h->data);
+	h->data = NULL;
+	h->len = h->cap = 0;
+}
+
+/* Room for need bytes of text in the handle's buffer, charged (mem_charge). */
+static int hbuf_reserve(struct fs *fs, struct fs_handle *h, size_t need)
 {
 	char *p;
 	size_t nc;
@@ -2640,19 +2708,36 @@ static int hbuf_reserve(struct fs_handle *h, size_t need)
 	nc = h->cap ? h->cap : 4096;
 	while (nc < need)
 		nc *= 2;
-	p = realloc(h->data, nc);
-	if (!p)
+	if (nc > max_text(fs) && need <= max_text(fs))
+		nc = max_text(fs);   /* no room beyond the largest text: it would be charged */
+	if (mem_charge(fs, nc - h->cap) < 0)
 		return -ENOMEM;
+	p = realloc(h->data, nc);
+	if (!p) {
+		mem_uncharge(fs, nc - h->cap);
+		return -ENOMEM;
+	}
 	h->data = p;
 	h->cap = nc;
 	return 0;
 }
 
-static size_t max_text(struct fs *fs)
+/*
+ * Make data (malloc'd, cap bytes, len of them text) the handle's buffer, in
+ * place of its own, charged; on -ENOMEM data is freed and the handle keeps
+ * what it had.
+ */
+static int hbuf_adopt(struct fs *fs, struct fs_handle *h, char *data, size_t len, size_t cap)
 {
-	size_t m = fs->cfg.max_value_size ? fs->cfg.max_value_size : TBL_DEFAULT_MAX_VALUE;
-
-	return m + 1;   /* a string's text adds its newline */
+	if (mem_charge(fs, cap) < 0) {
+		free(data);
+		return -ENOMEM;
+	}
+	hbuf_free(fs, h);
+	h->data = data;
+	h->len = len;
+	h->cap = cap;
+	return 0;
 }
 
 /* Read the file's current text into the handle. */
@@ -2673,9 +2758,9 @@ static int handle_load(struct fs *fs, struct fs_handle *h)
 					: scratch_get(fs, n->table, n->family, n->name, &data, &len);
 		if (rc < 0)
 			return rc;
-		free(h->data);
-		h->data = data;
-		h->len = h->cap = len;
+		rc = hbuf_adopt(fs, h, data, len, len);
+		if (rc < 0)
+			return rc;
 		h->loaded = 1;
 		return 0;
 	}
@@ -2686,9 +2771,9 @@ static int handle_load(struct fs *fs, struct fs_handle *h)
 		rc = stats_text(fs, &data, &len);
 		if (rc < 0)
 			return rc;
-		free(h->data);
-		h->data = data;
-		h->len = h->cap = len;
+		rc = hbuf_adopt(fs, h, data, len, len);
+		if (rc < 0)
+			return rc;
 		h->loaded = 1;
 		return 0;
 	}
@@ -2699,7 +2784,7 @@ static int handle_load(struct fs *fs, struct fs_handle *h)
 		rc = famattr_text(fs, n->table, n->family, n->attr, text, sizeof(text), &len);
 		if (rc < 0)
 			return rc;
-		rc = hbuf_reserve(h, len);
+		rc = hbuf_reserve(fs, h, len);
 		if (rc < 0)
 			return rc;
 		memcpy(h->data, text, len);
@@ -2716,11 +2801,10 @@ static int handle_load(struct fs *fs, struct fs_handle *h)
 	}
 	if (rc == 0) {
 		/* the text read becomes the handle's buffer: a large value is not copied again */
-		free(h->data);
-		h->data = b.data;
-		h->cap = b.cap;
-		h->len = b.len;
+		rc = hbuf_adopt(fs, h, b.data, b.len, b.cap);
 		b.data = NULL;
+		if (rc < 0)
+			return rc;
 		h->loaded = 1;
 		h->shown_ts = ci.ts;
 		if (h->type == CELL_INVALID)
@@ -3040,7 +3124,7 @@ static void handle_free(struct fs *fs, struct fs_handle *h)
 	open_unlink(fs, &h->open);
 	node_track(fs, h, 0);
 	pthread_mutex_destroy(&h->lock);
-	free(h->data);
+	hbuf_free(fs, h);
 	free(h);
 }
 
@@ -3395,9 +3479,11 @@ static void fs_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t si
 		h->failed = rc;   /* this open commits nothing: the old value stays */
 		goto fail;
 	}
-	rc = hbuf_reserve(h, end);
-	if (rc < 0)
+	rc = hbuf_reserve(fs, h, end);
+	if (rc < 0) {
+		h->failed = rc;   /* a value cut short is never committed */
 		goto fail;
+	}
 	old_len = h->len;
 	if ((size_t)off > h->len)
 		memset(h->data + h->len, 0, (size_t)off - h->len);
@@ -3707,7 +3793,7 @@ static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		pthread_mutex_lock(&h->lock);
 		rc = handle_load(fs, h);
 		if (rc == 0)
-			rc = hbuf_reserve(h, size);
+			rc = hbuf_reserve(fs, h, size);
 		if (rc == 0) {
 			if (size > h->len)
 				memset(h->data + h->len, 0, size - h->len);
@@ -3725,7 +3811,7 @@ static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		pthread_mutex_unlock(&h->lock);
 		if (h == &tmp) {
 			pthread_mutex_destroy(&tmp.lock);
-			free(tmp.data);
+			hbuf_free(fs, &tmp);
 		}
 		if (rc < 0)
 			goto out;

@@ -12,6 +12,14 @@
 #   r3  tests/fs_op rename A B exchange (RENAME_EXCHANGE) of two cells of
 #       distinct values: a pair is never seen half swapped (both with one
 #       value, or one of them gone)
+#   r4  a multi-cell row mutation: tests/fs_op write of a cell f:s, then
+#       `mv` of f:s over g:d, a cell of a family in another locality group
+#       (its own tree; the two share the log): one row mutation that deletes
+#       one cell and replaces another.  The pair (s, d) is never seen half
+#       moved (s gone and d not holding its value, or both holding it).
+# (`smolctl import` writes multi-cell rows too, but it cannot open a
+# DATADIR that a daemon holds; renames are the mount's multi-cell
+# mutations.)
 # A write is acknowledged when the call that ends it (close, fsync and
 # close, rename) returned 0; only then does its writer log it.  Before the
 # remount that reads the cells, the daemon is started once more and killed
@@ -34,15 +42,17 @@ rnd() {
 
 K=$MNT/k
 fs_mount
-sh_run "mkdir '$K' '$K/.families/f' && mkdir -p '$K/r0/f' '$K/r1/f' '$K/r2/f' '$K/r3/f'"
+sh_run "mkdir '$K' '$K/.families/f' '$K/.families/g' && echo lg > '$K/.families/g/locality_group' &&
+	mkdir -p '$K/r0/f' '$K/r1/f' '$K/r2/f' '$K/r3/f' '$K/r4/f' '$K/r4/g'"
 : >"$T/state"    # "CELL VALUE": each cell's value, as last read back
 for c in r0/f/p0 r0/f/p1 r0/f/p2 r1/f/y0 r1/f/y1 r1/f/y2 r2/f/s0 r2/f/s1 r2/f/s2 \
-	r3/f/a0 r3/f/b0 r3/f/a1 r3/f/b1; do
+	r3/f/a0 r3/f/b0 r3/f/a1 r3/f/b1 r4/f/keep r4/g/d; do
 	v="init-$(echo "$c" | tr / -)"
 	"$FS_OP" write "$K/$c" "$v" >>"$T/err" 2>&1 || status=1
 	echo "$c $v" >>"$T/state"
 done
-succeeds "a table k with four rows and the writers' cells, each with a first value"
+echo "r4/f/s (none)" >>"$T/state"    # a cell "(none)": absent
+succeeds "a table k with five rows and the writers' cells, each with a first value"
 
 # writer ID CYCLE: ID's writes until one fails; it logs "try CELL VALUE"
 # before a write and "ok CELL VALUE" once it returned 0 ("try X A B" and
@@ -60,8 +70,9 @@ writer() {
 		1) _c=r1/f/y$_n ;;
 		2) _c=r2/f/s$_n ;;
 		3) _n=$((_k % 2)); _c="X r3/f/a$_n r3/f/b$_n" ;;
+		4) _c=r4/f/s; [ $((_k % 2)) -eq 0 ] && _c="M r4/f/s r4/g/d" ;;
 		esac
-		if [ "$_id" -eq 3 ]; then
+		if [ "$_id" -eq 3 ] || [ "$_c" = "M r4/f/s r4/g/d" ]; then
 			echo "try $_c" >>"$_log"
 		else
 			echo "try $_c $_v" >>"$_log"
@@ -71,6 +82,10 @@ writer() {
 		1) _r=$("$FS_OP" fsync "$K/$_c" "$_v" 2>&1) ;;
 		2) _r=$(sed -i "s/.*/$_v/" "$K/$_c" 2>&1 && echo ok) ;;
 		3) _r=$("$FS_OP" rename "$K/r3/f/a$_n" "$K/r3/f/b$_n" exchange 2>&1) ;;
+		4) case $_c in
+		   M*) _r=$("$FS_OP" rename "$K/r4/f/s" "$K/r4/g/d" 2>&1) ;;
+		   *) _r=$("$FS_OP" write "$K/$_c" "$_v" 2>&1) ;;
+		   esac ;;
 		esac
 		if [ "$_r" != ok ]; then
 			if [ -e "$T/killed" ]; then
@@ -80,7 +95,7 @@ writer() {
 			fi
 			return
 		fi
-		if [ "$_id" -eq 3 ]; then
+		if [ "$_id" -eq 3 ] || [ "$_c" = "M r4/f/s r4/g/d" ]; then
 			echo "ok $_c" >>"$_log"
 		else
 			echo "ok $_c $_v" >>"$_log"
@@ -94,29 +109,38 @@ acked() {
 }
 
 # expect CYCLE: from the state before CYCLE and its writers' logs, each
-# cell and the values it may hold now ("CELL V1 [V2]")
+# cell and the values it may hold now ("CELL V1 [V2]"; "(none)": absent),
+# and in $T/pairs the moved pair's cells and the states they may be in
+# together ("S D VS VD VS2 VD2": before and after the one in flight)
 expect() {
-	awk '
+	awk -v pairs="$T/pairs" '
 	# the last line of a writer, if "try ...": that write was in flight at the kill
 	function inflight() {
 		if (pend == "")
 			return
 		split(pend, f, " ")
 		if (f[2] == "X") { alt[f[3]] = cur[f[4]]; alt[f[4]] = cur[f[3]] }
+		else if (f[2] == "M") { alt[f[4]] = cur[f[3]]; alt[f[3]] = "(none)" }
 		else alt[f[2]] = f[3]
 		pend = ""
 	}
+	function now(c) { return c in alt ? alt[c] : cur[c] }
 	FILENAME == ARGV[1] { cur[$1] = $2; order[++n] = $1; next }
 	FNR == 1 { inflight() }
 	$1 == "try" { pend = $0; next }
 	$1 == "ok" && $2 == "X" { t = cur[$3]; cur[$3] = cur[$4]; cur[$4] = t; pend = ""; next }
+	$1 == "ok" && $2 == "M" { cur[$4] = cur[$3]; cur[$3] = "(none)"; pend = ""; next }
 	$1 == "ok" { cur[$2] = $3; pend = ""; next }
 	END { inflight(); for (i = 1; i <= n; i++) { c = order[i]
-		print c, cur[c] (c in alt ? " " alt[c] : "") } }
+		print c, cur[c] (c in alt ? " " alt[c] : "") }
+	      s = "r4/f/s"; d = "r4/g/d"
+	      print s, d, cur[s], cur[d], now(s), now(d) > pairs }
 	' "$T/state" "$T"/w?."$1".log
 }
 
 ncycles=0
+nmoves=0       # multi-cell row mutations acknowledged: moves, exchanges
+nexch=0
 nacked=0
 nlost=0
 nhalf=0
@@ -131,7 +155,7 @@ while [ "$cy" -le "$cycles" ]; do
 	# ---------------------------------------------------------- write, kill
 	rm -f "$T/killed"
 	pids=
-	for id in 0 1 2 3; do
+	for id in 0 1 2 3 4; do
 		writer "$id" "$cy" &
 		pids="$pids $!"
 	done
@@ -157,6 +181,8 @@ while [ "$cy" -le "$cycles" ]; do
 		wait "$p" 2>/dev/null
 	done
 	a=$(acked "$cy")
+	nmoves=$((nmoves + $(cat "$T"/w4."$cy".log 2>/dev/null | grep -c '^ok M ')))
+	nexch=$((nexch + $(cat "$T"/w3."$cy".log 2>/dev/null | grep -c '^ok X ')))
 	[ "$a" -gt 0 ] || nidle=$((nidle + 1))
 	nacked=$((nacked + a))
 	if grep -h '^err ' "$T"/w?."$cy".log >"$T/errs"; then
@@ -189,10 +215,15 @@ while [ "$cy" -le "$cycles" ]; do
 	expect "$cy" >"$T/expect"
 	: >"$T/actual"
 	while read -r c v1 v2; do
-		echo "$c $(cat "$K/$c" 2>&1 | head -n 1)" >>"$T/actual"
+		if [ -e "$K/$c" ]; then
+			echo "$c $(cat "$K/$c" 2>&1 | head -n 1)"
+		else
+			echo "$c (none)"
+		fi >>"$T/actual"
 	done <"$T/expect"
 	awk -v cy="$cy" '
-	FILENAME == ARGV[1] { ok1[$1] = $2; ok2[$1] = $3; next }
+	FILENAME == ARGV[1] { ps = $1; pd = $2; p1 = $3 " " $4; p2 = $5 " " $6; next }
+	FILENAME == ARGV[2] { ok1[$1] = $2; ok2[$1] = $3; next }
 	{ c = $1; v = substr($0, length(c) + 2); got[c] = v
 	  if (v != ok1[c] && (ok2[c] == "" || v != ok2[c])) {
 		printf "cycle %d: %s reads \"%s\", expected \"%s\"%s\n", cy, c, v, ok1[c],
@@ -201,8 +232,12 @@ while [ "$cy" -le "$cycles" ]; do
 		if (got[c] == got[b] || got[c] == "" || got[b] == "") {
 			printf "cycle %d: exchange pair %s, %s half done: \"%s\", \"%s\"\n",
 				cy, c, b, got[c], got[b]; half++ } }
+	      p = got[ps] " " got[pd]
+	      if (p != p1 && p != p2) {
+		printf "cycle %d: move of %s over %s half done: \"%s\", expected \"%s\"%s\n",
+			cy, ps, pd, p, p1, p1 == p2 ? "" : " or \"" p2 "\""; half++ }
 	      printf "%d %d\n", lost, half > "/dev/stderr" }
-	' "$T/expect" "$T/actual" >"$T/bad" 2>"$T/counts"
+	' "$T/pairs" "$T/expect" "$T/actual" >"$T/bad" 2>"$T/counts"
 	read -r l h <"$T/counts"
 	nlost=$((nlost + l))
 	nhalf=$((nhalf + h))
@@ -216,33 +251,18 @@ while [ "$cy" -le "$cycles" ]; do
 	cp "$T/actual" "$T/state"
 
 	# ---------------------------------------------------------- unmount, check
-	fusermount3 -u "$MNT" >"$T/umount.err" 2>&1
-	_ust=$?
-	fs_wait_exit "$fs_pid"
-	fs_pid=
-	fs_mounted=
-	if [ "$_ust" -ne 0 ] || [ "$fs_status" -ne 0 ] || ! fs_log_clean; then
-		nunmount=$((nunmount + 1))
-		diag "cycle $cy: unmount status $_ust, daemon exit status $fs_status"
-		fs_show_log
-	fi
-	run "$SMOLCTL" -d "$DATADIR" check
-	if [ "$status" -ne 0 ]; then
-		ncheck=$((ncheck + 1))
-		diag "cycle $cy: smolctl check failed:"
-		_show_run
-	fi
+	fs_cycle_end "cycle $cy"
 	ncycles=$cy
 	cy=$((cy + 1))
 	[ "$cy" -le "$cycles" ] && fs_mount
 done
 
-diag "cycles $ncycles, writes acknowledged $nacked, writes lost $nlost"
+diag "cycles $ncycles, writes acknowledged $nacked (multi-cell row mutations: $nmoves moves, $nexch exchanges), writes lost $nlost"
 diag "second kills 0-40 ms after a start: $((ncycles - nstartup_mounted - nstartup_recovered)) before a new manifest, $nstartup_recovered after it and before the mount, $nstartup_mounted after the mount"
 check "$nidle" "every cycle acknowledged writes before the kill ($nidle cycles without)"
 check "$nerr" "no write failed before the kill ($nerr failures)"
 check "$nlost" "every acknowledged write reads back after SIGKILL and remount ($nlost lost of $nacked)"
-check "$nhalf" "no exchange is seen half done ($nhalf)"
+check "$nhalf" "no exchange and no move within a row is seen half done ($nhalf)"
 check "$nunmount" "each remounted daemon unmounts cleanly, exit 0, no sanitizer report ($nunmount failed)"
 check "$ncheck" "smolctl check is clean after every cycle ($ncheck failed)"
 done_testing

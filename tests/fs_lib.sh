@@ -394,6 +394,30 @@ fs_unmount() {
 	fi
 }
 
+# fs_cycle_end LABEL: the end of one cycle of a crash or power-cut loop
+# (fs_crash.sh, fs_powercut.sh): fusermount3 -u, then `smolctl check`; an
+# unmount that fails, a daemon that exits non-zero or with a sanitizer
+# report adds one to $nunmount, a check that fails one to $ncheck, each told
+# with LABEL
+fs_cycle_end() {
+	fusermount3 -u "$MNT" >"$T/umount.err" 2>&1
+	_ust=$?
+	fs_wait_exit "$fs_pid"
+	fs_pid=
+	fs_mounted=
+	if [ "$_ust" -ne 0 ] || [ "$fs_status" -ne 0 ] || ! fs_log_clean; then
+		nunmount=$((nunmount + 1))
+		diag "$1: unmount status $_ust, daemon exit status $fs_status"
+		fs_show_log
+	fi
+	run "$SMOLCTL" -d "$DATADIR" check
+	if [ "$status" -ne 0 ]; then
+		ncheck=$((ncheck + 1))
+		diag "$1: smolctl check failed:"
+		_show_run
+	fi
+}
+
 # fs_is_mounted DIR: DIR is in the mount table (a dead daemon's mount too,
 # which stat and mountpoint(1) cannot see through)
 fs_is_mounted() {

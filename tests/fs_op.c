@@ -49,6 +49,16 @@
  *                                   commits), while a child process reads the same
  *                                   open file in a loop: the read and the flush of one
  *                                   handle at the same time
+ *   fs_op holdmany DIR N SIZE [read]
+ *                                   N descriptors at once, each making the daemon
+ *                                   hold SIZE bytes: DIR/h0..h<N-1> created and
+ *                                   written SIZE bytes each while all are open, then
+ *                                   all closed; with "read", the cell DIR opened N
+ *                                   times for reading (a byte read from each) and
+ *                                   closed.  Prints the first failure (a refused
+ *                                   write's close is not counted: it fails as the
+ *                                   write did), and on stderr "held K": the
+ *                                   descriptors that got their bytes
  *   fs_op renamerace PATH OTHER ROUNDS
  *                                   open(O_RDWR) PATH; a child renames it to OTHER
  *                                   and back ROUNDS times while the parent writes a
@@ -87,6 +97,7 @@ static const struct { int e; const char *name; } errnames[] = {
 	{ ENOTEMPTY, "ENOTEMPTY" }, { ENODATA, "ENODATA" }, { ENOTSUP, "ENOTSUP" },
 	{ ENOTCONN, "ENOTCONN" }, { EBUSY, "EBUSY" }, { EMFILE, "EMFILE" },
 	{ E2BIG, "E2BIG" }, { ENXIO, "ENXIO" }, { ESTALE, "ESTALE" }, { EPIPE, "EPIPE" },
+	{ ENOMEM, "ENOMEM" },
 };
 
 static int fail(const char *step)
@@ -199,6 +210,65 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: fs_op OPERATION ARGS... (see tests/fs_op.c)\n");
 	return 2;
+}
+
+/* the first failure of holdmany, kept while the other descriptors go on */
+static int first_fail(int *failed, const char *step)
+{
+	if (!*failed)
+		*failed = fail(step);
+	return -1;
+}
+
+/* fs_op holdmany (above) */
+static int op_holdmany(const char *dir, int n, size_t size, int reading)
+{
+	char path[4096], *buf = malloc(65536);
+	int *fds = calloc((size_t)(n > 0 ? n : 1), sizeof(int));
+	int failed = 0, held = 0, i;
+
+	if (!fds || !buf || n <= 0)
+		return usage();
+	memset(buf, 'x', 65536);
+	for (i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/h%d", dir, i);
+		fds[i] = reading ? open(dir, O_RDONLY) : open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fds[i] < 0)
+			first_fail(&failed, "open");
+	}
+	for (i = 0; i < n; i++) {
+		size_t left = size;
+
+		if (fds[i] < 0)
+			continue;
+		if (reading && read(fds[i], buf, 1) < 0) {
+			first_fail(&failed, "read");
+			continue;
+		}
+		while (!reading && left > 0) {
+			size_t k = left < 65536 ? left : 65536;
+
+			if (write_all(fds[i], buf, k, 0, 0) < 0)
+				break;
+			left -= k;
+		}
+		if (left > 0) {
+			first_fail(&failed, "write");
+			fds[i] = -1 - fds[i];   /* refused: its close fails too */
+			continue;
+		}
+		held++;
+	}
+	for (i = 0; i < n; i++) {
+		if (fds[i] < -1)
+			close(-1 - fds[i]);
+		else if (fds[i] >= 0 && close(fds[i]) < 0)
+			first_fail(&failed, "close");
+	}
+	fprintf(stderr, "held %d\n", held);
+	free(fds);
+	free(buf);
+	return failed ? 1 : done();
 }
 
 /*
@@ -739,6 +809,8 @@ int main(int argc, char **argv)
 		return op_hold(argv[2], argv[3]);
 	if (strcmp(op, "dirino") == 0 && argc == 4)
 		return op_dirino(argv[2], argv[3]);
+	if (strcmp(op, "holdmany") == 0 && (argc == 5 || (argc == 6 && !strcmp(argv[5], "read"))))
+		return op_holdmany(argv[2], atoi(argv[3]), strtoul(argv[4], NULL, 10), argc == 6);
 	if (strcmp(op, "openmany") == 0 && argc == 4)
 		return op_openmany(argv[2], atoi(argv[3]));
 	if (strcmp(op, "twowrite") == 0 && argc == 5) {
