@@ -2914,9 +2914,16 @@ static int handle_commit(struct fs *fs, struct fs_handle *h, unsigned flags, int
 			return rc;
 		h->committed_ts = 0;
 		inval_cell(fs, n->table, n->row, n->row_len, n->family, n->qual, n->qual_len);
-		return 0;
 	}
-	if (!h->dirty || h->failed)
+	/*
+	 * And every close (and fsync) of that open answers the refusal again:
+	 * the kernel hides it when one write(2) was split into requests and a
+	 * later one was refused (the caller sees a short count), and a close
+	 * that answered 0 would pass for a stored value.
+	 */
+	if (h->failed)
+		return h->failed;
+	if (!h->dirty)
 		return 0;
 	if (n->kind == FS_TEMP) {
 		rc = temp_put(fs, n, n->name, h->data, h->len);

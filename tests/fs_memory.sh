@@ -23,7 +23,7 @@
 # counts what is held.
 . "${SMOLFS_SRCDIR:-.}/tests/fs_lib.sh"
 
-plan 26
+plan 28
 ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=1"
 export ASAN_OPTIONS
 MIB=1048576
@@ -58,6 +58,21 @@ op_errno EFBIG "ftruncate(2) to the limit + 1 fails with EFBIG" \
 	ftruncate "$K/big/f/h0" $((MIB + 1))
 run stat -c %s "$K/big/f/h0"
 out_is "the cell still holds its 1 MiB value" <<EOF
+$MIB
+EOF
+# One write(2) of 2 MiB: the kernel splits it into requests, the first ones
+# are taken, the one past the limit is refused, and write() returns a short
+# count without the error: close() must answer it, nothing being stored.
+"$FS_OP" onewrite "$K/big/f/h0" $((2 * MIB)) >"$T/out" 2>"$T/err"
+if awk 'NR == 1 && $1 == "wrote" && $2 > 0 && $2 < 2 * 1048576 { w = 1 }
+	NR == 2 && $0 == "close EFBIG" { c = 1 } END { exit !(w && c && NR == 2) }' "$T/out"; then
+	ok "a 2 MiB write(2) returns a short count, and close() fails with EFBIG"
+else
+	not_ok "a 2 MiB write(2) returns a short count, and close() fails with EFBIG"
+	diag_file "$T/out"
+fi
+run stat -c %s "$K/big/f/h0"
+out_is "and the cell keeps its 1 MiB value" <<EOF
 $MIB
 EOF
 

@@ -14,6 +14,8 @@
  *   fs_op pwrite PATH OFFSET TEXT   open(O_WRONLY), pwrite at OFFSET, close
  *   fs_op fsync PATH TEXT           like write, with fsync before close
  *   fs_op create PATH               open(O_WRONLY|O_CREAT|O_EXCL), close
+ *   fs_op onewrite PATH SIZE        O_TRUNC open, SIZE bytes in one write(2) (a short
+ *                                   count printed, not retried), close
  *   fs_op truncate PATH LENGTH      truncate(2)
  *   fs_op hold PATH TEXT            open(O_WRONLY|O_CREAT|O_TRUNC), print "opened",
  *                                   wait for a line on stdin, write TEXT, print
@@ -159,6 +161,30 @@ static int op_write(const char *path, int flags, const char *text, off_t off, in
 	if (close(fd) < 0)
 		return fail("close");
 	return done();
+}
+
+/*
+ * `fs_op onewrite`: SIZE bytes in one write(2), which the kernel splits
+ * into requests; prints "wrote N" (a short count is not retried), then
+ * what close answers.
+ */
+static int op_onewrite(const char *path, size_t size)
+{
+	char *buf = malloc(size ? size : 1);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	ssize_t w;
+
+	if (!buf || fd < 0) {
+		free(buf);
+		return fd < 0 ? fail("open") : fail_close(fd, "malloc");
+	}
+	memset(buf, 'x', size);
+	w = write(fd, buf, size);
+	free(buf);
+	if (w < 0)
+		return fail_close(fd, "write");
+	printf("wrote %zd\n", w);
+	return close(fd) ? fail("close") : done();
 }
 
 /* The steps of `fs_op hold`, each one released by a line on stdin. */
@@ -723,6 +749,8 @@ int main(int argc, char **argv)
 			return fail_close(fd, "ftruncate");
 		return close(fd) ? fail("close") : done();
 	}
+	if (strcmp(op, "onewrite") == 0 && argc == 4)
+		return op_onewrite(argv[2], (size_t)strtoull(argv[3], NULL, 10));
 	if (strcmp(op, "shrink") == 0 && argc == 4)
 		return op_shrink(argv[2], strtol(argv[3], NULL, 10));
 	if (strcmp(op, "flip") == 0 && argc == 5)
