@@ -914,15 +914,21 @@ static int switch_log(struct kv_db *db)
  */
 static int retire_log(struct kv_db *db, const struct retired_log *rl, int *dir_err)
 {
-	int r = rl->broken ? 0 : wal_sync(rl->w);
-	int rc = wal_writer_free(rl->w);
+	int r = rl->broken ? 0 : wal_sync(rl->w), rc;
 
+	if (r < 0)
+		db_log(db, KV_LOG_WARN, "syncing retired log %06llu failed: %s; its writes are "
+		       "flushed to tables before the next synced write",
+		       (unsigned long long)rl->number, kv_strerror(r));
 	/* synced: a failed close can only leave its reserved tail of zeros,
 	 * which replay takes for the end of the log */
-	if (rc < 0 && r == 0 && !rl->broken)
+	if ((rc = wal_writer_free(rl->w)) < 0 && r == 0 && !rl->broken)
 		db_log(db, KV_LOG_WARN, "closing log %06llu: %s", (unsigned long long)rl->number,
 		       kv_strerror(rc));
-	*dir_err = env_sync_dir(db->env, db->dir);
+	if ((*dir_err = env_sync_dir(db->env, db->dir)) < 0)
+		db_log(db, KV_LOG_WARN, "syncing the directory after retiring log %06llu "
+		       "failed: %s; the next synced write syncs it first",
+		       (unsigned long long)rl->number, kv_strerror(*dir_err));
 	return r;
 }
 
@@ -956,19 +962,14 @@ void *db_log_main(void *arg)
 		memmove(db->retired, db->retired + 1, (db->nretired - 1) * sizeof(*db->retired));
 		db->nretired--;
 		if (r < 0) {
-			db_log(db, KV_LOG_WARN, "syncing retired log %06llu failed: %s; its writes "
-			       "are flushed to tables before the next synced write",
-			       (unsigned long long)rl.number, kv_strerror(r));
 			if (rl.number > db->failed_log)
 				db->failed_log = rl.number;
 			db->log_lost = 1;
 		}
-		if (rd < 0)
-			db_log(db, KV_LOG_WARN, "syncing the directory after retiring log %06llu "
-			       "failed: %s; the next synced write syncs it first",
-			       (unsigned long long)rl.number, kv_strerror(rd));
 		db->log_dir_stale = rd < 0;
 		pthread_cond_broadcast(&db->bg_cv);
+		/* a flush may have found it obsolete while it was still open here */
+		db_delete_obsolete_files(db);
 	}
 	pthread_mutex_unlock(&db->mu);
 	return NULL;
