@@ -731,6 +731,7 @@ int kv_open(const char *dir, const struct kv_options *opt, struct kv_db **dbp)
 			    &db->stats.bytes_read_sst);
 	tcache_set_no_map(db->tc, db->opt.read_tables_with_pread);
 	db->vs = vs_new(dir, db->env, &db->opt, db->tc);
+	db->vs->mu = &db->mu;   /* released while an edit is synced (vs_log_and_apply) */
 
 	pthread_mutex_lock(&db->mu);
 	r = recover(db);
@@ -1896,7 +1897,8 @@ int kv_verify(struct kv_db *db, void (*report)(void *arg, const char *file, uint
 		pthread_mutex_unlock(&db->mu);
 	}
 	pthread_mutex_lock(&db->mu);
-	/* the manifest is appended to under the mutex: read it while no edit can land */
+	/* read the manifest while no edit can land: none on its way, and none starts */
+	vs_wait_idle(db->vs);
 	c.file = NULL;
 	if (vs_check_manifest(db->vs, report_manifest, &c) < 0 && c.problems == 0)
 		c.problems++;

@@ -158,8 +158,8 @@ long env_fault_injected(struct kv_env *env);
 void env_fault_clear(struct kv_env *env);
 
 /*
- * Hold the calls of the kinds in ops_mask whose path contains match (NULL:
- * every path): each waits, before it does anything, until the hold is
+ * Hold the calls of the kinds in ops_mask whose path contains match, or one
+ * of its parts separated by '|' (NULL: every path): each waits, before it does anything, until the hold is
  * changed so that it no longer matches, or released.  For tests that show
  * who waits for an fsync or an unlink.  ENV_OP_SYNC holds file and
  * directory syncs, ENV_OP_SYNC_DIR directory syncs alone.

@@ -174,6 +174,28 @@ static int fault_err(int err, const char *what, const char *path)
 	return ERR_SET(err, "%s %s: %s (injected)", what, path ? path : "?", strerror(-err));
 }
 
+/* Whether a call of kind op on path is held: path contains one of the '|'-separated parts. */
+static int held(struct fault_env *fe, unsigned op, const char *path)
+{
+	const char *m = fe->hold_match;
+
+	if (!(op & fe->hold_mask))
+		return 0;
+	if (!m)
+		return 1;
+	while (path) {
+		const char *bar = strchr(m, '|');
+		size_t n = bar ? (size_t)(bar - m) : strlen(m);
+		for (const char *p = path; *p; p++)
+			if (!strncmp(p, m, n))
+				return 1;
+		if (!bar)
+			break;
+		m = bar + 1;
+	}
+	return 0;
+}
+
 /*
  * A call of kind op; it counts towards a power cut when it changes the disk.
  * A held one (env_fault_hold) first waits for its release.
@@ -183,11 +205,10 @@ static int check(struct fault_env *fe, unsigned op, const char *what, const char
 	int r;
 
 	pthread_mutex_lock(&fe->mu);
-	if ((op & fe->hold_mask) && (!fe->hold_match || (path && strstr(path, fe->hold_match)))) {
+	if (held(fe, op, path)) {
 		fe->held++;
 		fe->held_total++;
-		while ((op & fe->hold_mask) &&
-		       (!fe->hold_match || (path && strstr(path, fe->hold_match))))
+		while (held(fe, op, path))
 			pthread_cond_wait(&fe->hold_cv, &fe->mu);
 		fe->held--;
 	}
