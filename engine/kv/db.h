@@ -8,6 +8,14 @@
  * writer; readers are lock-free, see memtable.h) and publishes the new last
  * sequence with a release store, so a reader that loads it with acquire sees
  * every entry up to it.
+ *
+ * Every writer and reader takes db->mu briefly, so no file I/O that takes
+ * milliseconds is done with it held on a path a writer waits on: the leader
+ * opens a new log with it released (switch_log), the log thread syncs and
+ * closes retired logs (db_log_main), deletions list and unlink without it
+ * (db_delete_obsolete_files), and a manifest edit is fdatasynced without it
+ * (vs_log_and_apply).  Work that holds the writer lead may release mu: the
+ * lead, not the mutex, is what keeps other writers out.
  */
 #ifndef SMOLFS_DB_H
 #define SMOLFS_DB_H
