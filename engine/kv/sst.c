@@ -748,12 +748,13 @@ static int handle_fits(struct blk_handle h, uint64_t limit)
 /*
  * Check the checksum of the raw block at raw (h.size bytes and the trailer)
  * and decompress or copy it into a malloc'd buffer: *mem, owned by the
- * caller, and *out the block's bytes in it; an uncompressed block is not
- * copied if raw is itself a malloc'd buffer (own = 1): *mem is raw then.
- * On error *mem is NULL.
+ * caller, whose first head bytes are left for the caller's use, and *out
+ * the block's bytes after them; an uncompressed block is not copied if raw
+ * is itself head bytes into a malloc'd buffer (own = 1): *mem is raw - head
+ * then.  On error *mem is NULL.
  */
 static int decode_block(const struct sst *t, struct blk_handle h, const char *what,
-			char *raw, int own, char **mem, struct slice *out)
+			char *raw, int own, size_t head, char **mem, struct slice *out)
 {
 	const char *p, *end = raw + h.size;
 	uint32_t want, got, ulen;
@@ -767,8 +768,13 @@ static int decode_block(const struct sst *t, struct blk_handle h, const char *wh
 				  (unsigned long long)h.off);
 	switch (raw[h.size]) {
 	case COMP_NONE:
-		*mem = own ? raw : xmemdup(raw, h.size);
-		*out = slice_make(*mem, h.size);
+		if (own) {
+			*mem = raw - head;
+		} else {
+			*mem = xmalloc(head + h.size + 1);
+			memcpy(*mem + head, raw, h.size);
+		}
+		*out = slice_make(*mem + head, h.size);
 		return 0;
 	case COMP_ZSTD:
 		p = dec_varint32(raw, end, &ulen);
@@ -776,10 +782,11 @@ static int decode_block(const struct sst *t, struct blk_handle h, const char *wh
 			return ERR_CORRUPT("%s: %s block at offset %llu: bad uncompressed length",
 					  t->name, what, (unsigned long long)h.off);
 		/* stored before the decompression that may fault, so the fault path frees it */
-		*mem = plain = xmalloc(ulen ? ulen : 1);
+		*mem = xmalloc(head + ulen + 1);
+		plain = *mem + head;
 		dn = ZSTD_decompressDCtx(thread_dctx(), plain, ulen, p, (size_t)(end - p));
 		if (ZSTD_isError(dn) || dn != ulen) {
-			free(plain);
+			free(*mem);
 			*mem = NULL;
 			return ERR_CORRUPT("%s: %s block at offset %llu: zstd cannot decompress (%s)",
 					  t->name, what, (unsigned long long)h.off,
@@ -800,7 +807,7 @@ static int decode_block(const struct sst *t, struct blk_handle h, const char *wh
  * unguarded read would be a SIGBUS that kills the process.
  */
 static int decode_mapped_block(const struct sst *t, struct blk_handle h, const char *what,
-			       char **mem, struct slice *out)
+			       size_t head, char **mem, struct slice *out)
 {
 	/* volatile: decode_block may have stored a buffer here when the jump comes */
 	char *volatile buf = NULL;
@@ -816,7 +823,7 @@ static int decode_mapped_block(const struct sst *t, struct blk_handle h, const c
 				"read it)", t->name, what, (unsigned long long)h.off,
 				(unsigned long long)((const char *)g.fault - t->map));
 	}
-	r = decode_block(t, h, what, (char *)t->map + h.off, 0, (char **)&buf, &got);
+	r = decode_block(t, h, what, (char *)t->map + h.off, 0, head, (char **)&buf, &got);
 	mapguard_leave(&g);
 	*mem = buf;
 	*out = got;
@@ -825,11 +832,13 @@ static int decode_mapped_block(const struct sst *t, struct blk_handle h, const c
 
 /*
  * Read the block at h, check its checksum, and decompress it.  On success
- * *mem is a malloc'd buffer the caller frees and *out the block's bytes in it.
+ * *mem is a malloc'd buffer the caller frees, and *out the block's bytes in
+ * it, after head bytes the caller may use (a data block's cache entry keeps
+ * its own record there: one allocation per block).
  * REQUIRES: handle_fits(h, file size).
  */
-static int read_block(const struct sst *t, struct blk_handle h, const char *what, char **mem,
-		      struct slice *out)
+static int read_block_head(const struct sst *t, struct blk_handle h, const char *what,
+			   size_t head, char **mem, struct slice *out)
 {
 	size_t n = (size_t)h.size + SST_TRAILER;
 	char *raw;
@@ -842,20 +851,27 @@ static int read_block(const struct sst *t, struct blk_handle h, const char *what
 #ifdef SMOLFS_BENCH_UNGUARDED_MAP
 	/* a benchmark-only build (smolbench(1)): the map read without its guard */
 	if (t->map)
-		return decode_block(t, h, what, (char *)t->map + h.off, 0, mem, out);
+		return decode_block(t, h, what, (char *)t->map + h.off, 0, head, mem, out);
 #endif
 	if (t->map)
-		return decode_mapped_block(t, h, what, mem, out);   /* handle_fits: in the map */
-	raw = xmalloc(n);
-	r = env_read_exact(t->f, raw, n, h.off);
+		return decode_mapped_block(t, h, what, head, mem, out);   /* handle_fits: in the map */
+	raw = xmalloc(head + n);
+	r = env_read_exact(t->f, raw + head, n, h.off);
 	if (r < 0) {
 		free(raw);
 		return annotate(t, what, h.off, r);
 	}
-	r = decode_block(t, h, what, raw, 1, mem, out);
+	r = decode_block(t, h, what, raw + head, 1, head, mem, out);
 	if (*mem != raw)
 		free(raw);
 	return r;
+}
+
+/* read_block_head with nothing before the block's bytes: *mem is the block. */
+static int read_block(const struct sst *t, struct blk_handle h, const char *what, char **mem,
+		      struct slice *out)
+{
+	return read_block_head(t, h, what, 0, mem, out);
 }
 
 /* Read and parse a metadata block the table keeps for its lifetime. */
@@ -879,18 +895,17 @@ static int read_meta_block(const struct sst *t, int which, char **mem, struct bl
 }
 
 /*
- * A data block as the cache holds it: the parsed block and the memory its
- * bytes live in.  Charged at its full size, so the cache's capacity bounds
- * the uncompressed bytes it keeps.
+ * A data block as the cache holds it: the parsed block, at the start of the
+ * one allocation whose rest holds its bytes (read_block_head).  Charged at
+ * its full size, so the cache's capacity bounds the uncompressed bytes it
+ * keeps.
  */
 struct cached_block {
 	struct block blk;
-	char *mem;
 };
 
 static void cached_block_free(struct cached_block *cb)
 {
-	free(cb->mem);
 	free(cb);
 }
 
@@ -939,7 +954,7 @@ static int load_data_block(const struct sst *t, struct blk_handle h, int fill_ca
 {
 	struct cached_block *cb;
 	struct slice contents;
-	char key[16];
+	char key[16], *mem;
 	int r;
 
 	assert(!pin->h && !pin->owned);
@@ -957,14 +972,13 @@ static int load_data_block(const struct sst *t, struct blk_handle h, int fill_ca
 			return 0;
 		}
 	}
-	cb = xcalloc(1, sizeof(*cb));
-	r = read_block(t, h, "data", &cb->mem, &contents);
-	if (r == 0) {
-		r = blk_parse(contents, &cb->blk);
-		if (r < 0)
-			annotate(t, "data", h.off, r);
-	}
+	r = read_block_head(t, h, "data", sizeof(*cb), &mem, &contents);
+	if (r < 0)
+		return r;
+	cb = (struct cached_block *)(void *)mem;
+	r = blk_parse(contents, &cb->blk);
 	if (r < 0) {
+		annotate(t, "data", h.off, r);
 		cached_block_free(cb);
 		return r;
 	}
