@@ -1,7 +1,8 @@
 /*
  * kv_cache.c -- tests for engine/cache.c: lookups and counters, LRU order
  * inside a shard, pinning, erase and replace of held entries, entries too
- * big to keep, exactly-once deleters, table growth, and a multithreaded
+ * big to keep, exactly-once deleters, table growth, removals in the middle
+ * of a probe run (against a model), and a multithreaded
  * stress run (meant for the ASan build, which catches a value deleted while
  * held).
  *
@@ -299,6 +300,67 @@ static void test_growth(void)
 	cache_free(c);
 }
 
+/*
+ * Random inserts, erases and lookups of 400 keys in one shard, against a
+ * model of which are cached.  Removing an entry from the middle of a probe
+ * run must leave every later entry of the run findable (and never make an
+ * erased one reappear), whatever the table's size at the time; a roomy
+ * capacity means only erase and replace remove entries.
+ */
+static void test_removal_model(void)
+{
+	enum { K = 400, OPS = 40000 };
+	static char keys[K][32];
+	static int present[K];
+	struct cache *c = cache_new((size_t)CACHE_SHARDS * K * 4);
+	uint64_t seed = 77;
+	int wrong = 0, n = 0;
+
+	for (int i = 0; n < K; i++) {
+		char b[32];
+		snprintf(b, sizeof(b), "m%d", i);
+		if (cache_shard_of(slice_str(b)) == 3)
+			memcpy(keys[n++], b, sizeof(b));
+	}
+	memset(present, 0, sizeof(present));
+	for (int op = 0; op < OPS; op++) {
+		uint64_t r = rand_next(&seed);
+		int k = (int)(r % K);
+		struct cache_handle *h;
+
+		switch ((r >> 32) % 3) {
+		case 0:
+			cache_release(c, cache_insert(c, slice_str(keys[k]), (void *)(intptr_t)(k + 1),
+						      1, NULL));
+			present[k] = 1;
+			break;
+		case 1:
+			cache_erase(c, slice_str(keys[k]));
+			present[k] = 0;
+			break;
+		default:
+			break;
+		}
+		/* now and then check every key, not just the one touched */
+		if (op % 97 != 0)
+			continue;
+		for (int j = 0; j < K; j++) {
+			h = cache_lookup(c, slice_str(keys[j]));
+			if (!h != !present[j] || (h && cache_value(h) != (void *)(intptr_t)(j + 1)))
+				wrong++;
+			if (h)
+				cache_release(c, h);
+		}
+	}
+	is_int(wrong, 0, "inserts and erases in one shard: every cached key is found, every "
+	       "erased one misses");
+	n = 0;
+	for (int j = 0; j < K; j++)
+		n += present[j];
+	is_int(cache_usage(c), n, "usage counts exactly the cached keys");
+	cache_free(c);
+}
+
 /* ---- multithreaded stress */
 
 #define STRESS_KEYS 500
@@ -435,7 +497,7 @@ static void test_stress(void)
 
 int main(void)
 {
-	plan(57);
+	plan(59);
 	find_shard_keys();
 	test_basics();
 	test_lru_order();
@@ -443,6 +505,7 @@ int main(void)
 	test_erase_replace();
 	test_oversize();
 	test_growth();
+	test_removal_model();
 	test_stress();
 	return exit_status();
 }
