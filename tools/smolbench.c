@@ -2906,7 +2906,7 @@ static void print_row(struct results *res, int vs, int engine, int w)
 		snprintf(notes + len, sizeof(notes) - len, "%ssettled %.1f s%s", len ? "; " : "",
 			 s.settle_secs, s.settle_timeouts ? " (TIMED OUT)" : "");
 	lat = median_of(res, vs, engine, w, M_LAT_N, &n) > 0;
-	printf("%-21s %-8s %10.0f %5.1f %7.1f", workload_names[w], engine_names[engine],
+	printf("%-21s %-8s %10.0f %6.1f %7.1f", workload_names[w], engine_names[engine],
 	       s.ops_per_sec, s.spread, s.mb_per_sec);
 	print_us(8, s.p50, lat);
 	print_us(8, s.p99, lat);
@@ -2971,10 +2971,10 @@ static void print_value_size(const struct config *cfg, struct results *res, int 
 	printf("\nvalue size %zu B, %s: %" PRIu64 " entries, %.1f MB of keys and values%s\n",
 	       vsize, values_label(cfg), cfg->num, cfg->num * (double)(KEY_SIZE + vsize) / MB,
 	       cfg->repeat > 1 ? " (medians)" : "");
-	printf("%-21s %-8s %10s %5s %7s %8s %8s %8s %8s %7s %6s %6s %6s %6s %8s  %s\n",
+	printf("%-21s %-8s %10s %6s %7s %8s %8s %8s %8s %7s %6s %6s %6s %6s %8s  %s\n",
 	       "", "", "", "spread", "", "latency", "us", "", "max", "ops", "ops", "anon",
 	       "file", "RSS", "disk", "");
-	printf("%-21s %-8s %10s %5s %7s %8s %8s %8s %8s %7s %6s %6s %6s %6s %8s  %s\n",
+	printf("%-21s %-8s %10s %6s %7s %8s %8s %8s %8s %7s %6s %6s %6s %6s %8s  %s\n",
 	       "workload", "engine", "ops/s", "%", "MB/s", "p50", "p99", "p99.9", "ms",
 	       ">1ms", ">10ms", "MiB", "MiB", "MiB", "MiB", "notes");
 	for (int i = 0; i < cfg->nworkloads; i++)
