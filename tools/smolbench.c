@@ -2971,9 +2971,9 @@ static void print_value_size(const struct config *cfg, struct results *res, int 
 	printf("\nvalue size %zu B, %s: %" PRIu64 " entries, %.1f MB of keys and values%s\n",
 	       vsize, values_label(cfg), cfg->num, cfg->num * (double)(KEY_SIZE + vsize) / MB,
 	       cfg->repeat > 1 ? " (medians)" : "");
-	printf("%-21s %-8s %10s %6s %7s %8s %8s %8s %8s %7s %6s %6s %6s %6s %8s  %s\n",
-	       "", "", "", "spread", "", "latency", "us", "", "max", "ops", "ops", "anon",
-	       "file", "RSS", "disk", "");
+	printf("%-21s %-8s %10s %6s %7s  %-25s %8s %7s %6s %6s %6s %6s %8s\n", "", "", "",
+	       "spread", "", "------- latency us ------", "max", "ops", "ops", "anon", "file",
+	       "RSS", "disk");
 	printf("%-21s %-8s %10s %6s %7s %8s %8s %8s %8s %7s %6s %6s %6s %6s %8s  %s\n",
 	       "workload", "engine", "ops/s", "%", "MB/s", "p50", "p99", "p99.9", "ms",
 	       ">1ms", ">10ms", "MiB", "MiB", "MiB", "MiB", "notes");
@@ -3386,7 +3386,7 @@ static int write_json(const struct config *cfg, struct results *res)
 	fprintf(f, "    \"compression\": {");
 	for (int e = 0; e < cfg->nengines; e++) {
 		int engine = cfg->engines[e];
-		const char *c = engine == E_LEVELDB ? "snappy" : "zstd-1 bottommost, zstd--1 above";
+		const char *c = engine == E_LEVELDB ? "snappy" : "zstd level 1 bottommost, level -1 above";
 
 		if (engine == E_ROCKSDB && res->rocksdb_snappy)
 			c = "snappy";
