@@ -21,6 +21,21 @@
  * engine_ops), one per engine; the cost of that indirection is the same for
  * every engine.
  *
+ * What makes the comparison fair, each point stated in the man page too:
+ *   - values like db_bench's (half random printable bytes, half repeated, so
+ *     they compress to about half) unless --values=random asks for
+ *     incompressible ones;
+ *   - before every workload that does not start from an empty directory, each
+ *     engine is left to finish its background flushes and compactions
+ *     (settle()), so no engine starts a workload still digesting the last;
+ *   - the same write buffer, block cache, block size, bloom bits and open
+ *     files for all; zstd at the same levels for smolfs and RocksDB;
+ *   - the latency of every single operation goes into a log-linear histogram
+ *     (struct hist), so a stall shows as a p99.9 or a max, not as a small
+ *     dent in ops/s;
+ *   - three runs by default, interleaved (every engine's run 1, then every
+ *     engine's run 2, ...), medians reported with their spread.
+ *
  * Two more workloads, lg-scan and prefix-scan, measure the table layer on
  * top of the engine (engine/table.h): what a scan of one locality group
  * reads, and whether a prefix scan's cost depends on the table's size.  The
@@ -49,6 +64,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <zstd.h>
+
 #include "kv.h"
 #include "table.h"
 
@@ -66,17 +83,28 @@
  */
 #define KEY_SIZE          16
 #define WRITE_BUFFER_SIZE (64u << 20)
-#define BLOCK_CACHE_SIZE  (64u << 20)
+#define DEFAULT_CACHE_MIB 64       /* --cache-mib: the block cache of every engine */
 #define BLOOM_BITS        10
 #define BLOCK_SIZE        4096
 #define MAX_OPEN_FILES    1000
 #define ZSTD_LEVEL        1
+/*
+ * smolfs compresses the tables of its deepest level with ZSTD_LEVEL and all
+ * others (level 0 and the levels in between) with zstd's fast level -1
+ * (engine/kv/compaction.c); RocksDB is set up the same way through its
+ * bottommost-level compression options.
+ */
+#define ZSTD_UPPER_LEVEL  (-1)
+#define L0_TRIGGER        4        /* level-0 files that start a compaction, in all three */
 
 #define MAX_VALUE_SIZES   8
 #define DEFAULT_NUM       1000000
 #define DEFAULT_VALUE     100
 #define DEFAULT_SEEK_READ 100
 #define DEFAULT_SCANS     10000
+#define DEFAULT_RUNS      3
+#define DEFAULT_SETTLE    300      /* --settle-timeout: seconds */
+#define READSEQ_GROUP     100      /* readseq's latency: per this many next() calls */
 
 /* Bytes in a megabyte for MB/s: SI, as disk and network speeds are quoted. */
 #define MB 1e6
@@ -89,7 +117,10 @@ enum workload {
 	W_READRANDOM,
 	W_READSEQ,
 	W_SEEKRANDOM,
+	W_COMPACT,
 	W_READRANDOM_COMPACTED,
+	W_SEEKRANDOM_COMPACTED,
+	W_READSEQ_COMPACTED,
 	/* the table workloads: smolfs only, run when named (see is_table_workload) */
 	W_LG_SCAN,
 	W_PREFIX_SCAN,
@@ -98,8 +129,22 @@ enum workload {
 
 static const char *const workload_names[NWORKLOADS] = {
 	"fillseq", "fillrandom", "overwrite", "readrandom", "readseq", "seekrandom",
-	"readrandom-compacted", "lg-scan", "prefix-scan",
+	"compact", "readrandom-compacted", "seekrandom-compacted", "readseq-compacted",
+	"lg-scan", "prefix-scan",
 };
+
+/* The workloads that read a fully compacted database (they compact first if need be). */
+static int is_compacted_workload(int w)
+{
+	return w == W_READRANDOM_COMPACTED || w == W_SEEKRANDOM_COMPACTED ||
+	       w == W_READSEQ_COMPACTED;
+}
+
+/* The workloads that start from an empty directory (every other one settles first). */
+static int is_fill(int w)
+{
+	return w == W_FILLSEQ || w == W_FILLRANDOM;
+}
 
 #define NTABLE_WORKLOADS (NWORKLOADS - W_LG_SCAN)
 
@@ -124,7 +169,9 @@ struct config {
 	int nvalue_sizes;
 	int batch;                     /* entries per write */
 	int sync;                      /* fsync every write */
-	int repeat;                    /* runs of everything, for medians */
+	int repeat;                    /* runs of everything, for medians (--runs) */
+	int random_values;             /* --values=random: incompressible values */
+	double settle_timeout;         /* seconds settle() waits at most */
 	int seek_reads;                /* entries read after each seek */
 	int workloads[NWORKLOADS];     /* the kv workloads, in the order they run */
 	int nworkloads;
@@ -153,16 +200,28 @@ enum { REC_START = 1, REC_DONE = 2, REC_NOTE = 3 };
 /* A REC_NOTE: RocksDB was built without zstd, so snappy was used instead. */
 #define NOTE_ROCKSDB_SNAPPY 1
 
+/* Latency figures of one workload, from its histogram (see struct hist). */
+struct latency {
+	uint64_t n;                /* operations timed; 0: none (compact) */
+	double p50, p99, p999;     /* microseconds */
+	double max;                /* microseconds, exact */
+	uint64_t over_1ms, over_10ms;
+};
+
 struct record {
 	uint32_t kind;
 	uint32_t workload;
 	double secs;               /* the timed part of the workload */
-	double compact_secs;       /* readrandom-compacted: time of the compaction */
+	double compact_secs;       /* *-compacted: a compaction it had to run first */
+	double settle_secs;        /* waiting for background work before the workload */
+	uint32_t settle_timed_out; /* the wait ended at --settle-timeout, not in idleness */
 	uint64_t ops;
 	uint64_t bytes;            /* key + value bytes written or read */
 	uint64_t found;            /* reads that found their key; seeks that found an entry */
 	uint64_t disk_bytes;       /* sum of the db directory's file sizes after the workload */
 	uint64_t rss_kb;           /* the child's peak RSS so far */
+	uint64_t anon_kb, file_kb; /* peak RssAnon, RssFile during the workload */
+	struct latency lat;
 	uint32_t note;
 };
 
@@ -247,6 +306,153 @@ static long peak_rss_kb(void)
 	if (getrusage(RUSAGE_SELF, &ru) != 0)
 		return 0;
 	return ru.ru_maxrss;       /* kilobytes on Linux */
+}
+
+/* CLOCK_MONOTONIC in nanoseconds: the clock of the latency histograms. */
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * The resident memory of the calling process, from /proc/self/status:
+ * RssAnon (heap, stacks, anonymous maps: the engine's own memory) and
+ * RssFile (pages of mapped files: tables read through a map, the libraries).
+ * Both 0 where /proc is missing.
+ */
+static void rss_split_kb(uint64_t *anon, uint64_t *file)
+{
+	char line[256];
+	FILE *f = fopen("/proc/self/status", "r");
+
+	*anon = *file = 0;
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long kb;
+
+		if (sscanf(line, "RssAnon: %llu", &kb) == 1)
+			*anon = kb;
+		else if (sscanf(line, "RssFile: %llu", &kb) == 1)
+			*file = kb;
+	}
+	fclose(f);
+}
+
+/*
+ * What shows that a process's background threads are at work: the CPU time
+ * of all its threads (getrusage) and the bytes all of them have passed to
+ * write(2) and its kin (wchar of /proc/self/io; 0 if unreadable).
+ */
+static void process_activity(double *cpu, uint64_t *wchar)
+{
+	struct rusage ru;
+	char line[128];
+	FILE *f;
+
+	*cpu = 0;
+	*wchar = 0;
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		*cpu = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
+		       ru.ru_stime.tv_usec / 1e6;
+	f = fopen("/proc/self/io", "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long v;
+
+		if (sscanf(line, "wchar: %llu", &v) == 1)
+			*wchar = v;
+	}
+	fclose(f);
+}
+
+/* ------------------------------------------------------------------ latency histograms */
+
+/*
+ * A log-linear histogram of nanoseconds, as HdrHistogram keeps one: values
+ * below 2^HIST_SUB_BITS have a bucket each; above, every power of two is cut
+ * into 2^HIST_SUB_BITS equal buckets, so a bucket is never wider than 1/32
+ * (about 3%) of the values in it.  Recording is a count leading zeros and an
+ * increment; the 15 KiB of counters stay in the cache.  The maximum and the
+ * counts above 1 ms and 10 ms are kept exactly.
+ */
+#define HIST_SUB_BITS 5
+#define HIST_SUB      (1u << HIST_SUB_BITS)
+#define HIST_BUCKETS  ((64 - HIST_SUB_BITS + 1) * HIST_SUB)
+
+struct hist {
+	uint64_t n, max, over_1ms, over_10ms;
+	uint64_t b[HIST_BUCKETS];
+};
+
+static unsigned hist_bucket(uint64_t v)
+{
+	unsigned msb, shift;
+
+	if (v < HIST_SUB)
+		return (unsigned)v;
+	msb = 63 - (unsigned)__builtin_clzll(v);
+	shift = msb - HIST_SUB_BITS;
+	return ((shift + 1) << HIST_SUB_BITS) + (unsigned)((v >> shift) & (HIST_SUB - 1));
+}
+
+/* The largest value that falls into bucket i. */
+static uint64_t hist_bucket_top(unsigned i)
+{
+	unsigned shift;
+
+	if (i < HIST_SUB)
+		return i;
+	shift = (i >> HIST_SUB_BITS) - 1;
+	return (((uint64_t)HIST_SUB + (i & (HIST_SUB - 1))) << shift) + ((uint64_t)1 << shift) - 1;
+}
+
+static void hist_add(struct hist *h, uint64_t ns)
+{
+	h->b[hist_bucket(ns)]++;
+	h->n++;
+	if (ns > h->max)
+		h->max = ns;
+	if (ns > 1000000)
+		h->over_1ms++;
+	if (ns > 10000000)
+		h->over_10ms++;
+}
+
+/* The p-quantile (0 < p <= 1) by nearest rank: the top of its bucket, at most the max. */
+static uint64_t hist_quantile(const struct hist *h, double p)
+{
+	uint64_t rank = (uint64_t)(p * h->n + 0.999999), seen = 0;
+
+	if (!rank)
+		rank = 1;
+	for (unsigned i = 0; i < HIST_BUCKETS; i++) {
+		seen += h->b[i];
+		if (seen >= rank) {
+			uint64_t top = hist_bucket_top(i);
+
+			return top < h->max ? top : h->max;
+		}
+	}
+	return h->max;
+}
+
+static void hist_summary(const struct hist *h, struct latency *l)
+{
+	memset(l, 0, sizeof(*l));
+	l->n = h->n;
+	if (!h->n)
+		return;
+	l->p50 = hist_quantile(h, 0.50) / 1e3;
+	l->p99 = hist_quantile(h, 0.99) / 1e3;
+	l->p999 = hist_quantile(h, 0.999) / 1e3;
+	l->max = h->max / 1e3;
+	l->over_1ms = h->over_1ms;
+	l->over_10ms = h->over_10ms;
 }
 
 /* Sum of the sizes of the regular files under dir (the database's footprint). */
@@ -398,6 +604,12 @@ struct engine_ops {
 	void (*next)(struct bench_db *b);
 	size_t (*entry)(struct bench_db *b);        /* key + value length of the current entry */
 	int (*compact)(struct bench_db *b);
+	/*
+	 * 1 if the engine itself says background work is due or running (what it
+	 * tells of it: see each one), 0 if it says nothing is; settle() also
+	 * watches the process's CPU time and writes, which every engine shows.
+	 */
+	int (*busy)(struct bench_db *b);
 };
 
 /* ---- smolfs */
@@ -410,6 +622,9 @@ static int smol_fail(struct bench_db *b, const char *call, int err)
 
 /* --pread-tables: smolfs reads table blocks with pread(2), not through a map. */
 static int pread_tables;
+
+/* --cache-mib: the block cache of every engine, in bytes. */
+static size_t block_cache_bytes = (size_t)DEFAULT_CACHE_MIB << 20;
 
 /* The engine settings every workload uses, with a block cache of cache bytes. */
 static void bench_kv_options(struct kv_options *o, size_t cache)
@@ -431,7 +646,7 @@ static int smol_open(struct bench_db *b, const char *dir)
 	struct kv_options opt;
 	int err;
 
-	bench_kv_options(&opt, BLOCK_CACHE_SIZE);
+	bench_kv_options(&opt, block_cache_bytes);
 	err = kv_open(dir, &opt, &b->kv);
 	if (err)
 		return smol_fail(b, "kv_open", err);
@@ -544,6 +759,19 @@ static int smol_compact(struct bench_db *b)
 	return err ? smol_fail(b, "kv_compact_range", err) : 0;
 }
 
+/*
+ * smolfs has no call that tells whether a flush or compaction is running;
+ * what kv_get_stats shows is the level-0 file count, and at
+ * l0_compaction_trigger (default 4) files a compaction is due.
+ */
+static int smol_busy(struct bench_db *b)
+{
+	struct kv_stats st;
+
+	kv_get_stats(b->kv, &st);
+	return st.files_per_level[0] >= L0_TRIGGER;
+}
+
 static const struct engine_ops smol_ops = {
 	.name = "smolfs",
 	.open = smol_open,
@@ -558,6 +786,7 @@ static const struct engine_ops smol_ops = {
 	.next = smol_next,
 	.entry = smol_entry,
 	.compact = smol_compact,
+	.busy = smol_busy,
 };
 
 #ifdef HAVE_PEERS
@@ -582,7 +811,7 @@ static int ldb_open(struct bench_db *b, const char *dir)
 	char *err = NULL;
 
 	b->lopt = leveldb_options_create();
-	b->lcache = leveldb_cache_create_lru(BLOCK_CACHE_SIZE);
+	b->lcache = leveldb_cache_create_lru(block_cache_bytes);
 	b->lfilter = leveldb_filterpolicy_create_bloom(BLOOM_BITS);
 	leveldb_options_set_create_if_missing(b->lopt, 1);
 	leveldb_options_set_write_buffer_size(b->lopt, WRITE_BUFFER_SIZE);
@@ -711,6 +940,20 @@ static int ldb_compact(struct bench_db *b)
 	return 0;
 }
 
+/*
+ * LevelDB's C API has no "compaction pending" as RocksDB's has; what it
+ * tells is the files per level, and with 4 (kL0_CompactionTrigger) in
+ * level 0 a compaction is due.
+ */
+static int ldb_busy(struct bench_db *b)
+{
+	char *v = leveldb_property_value(b->ldb, "leveldb.num-files-at-level0");
+	int busy = v && atoi(v) >= L0_TRIGGER;
+
+	leveldb_free(v);
+	return busy;
+}
+
 static const struct engine_ops ldb_ops = {
 	.name = "leveldb",
 	.open = ldb_open,
@@ -725,6 +968,7 @@ static const struct engine_ops ldb_ops = {
 	.next = ldb_next,
 	.entry = ldb_entry,
 	.compact = ldb_compact,
+	.busy = ldb_busy,
 };
 
 /* ---- RocksDB */
@@ -733,7 +977,7 @@ static rocksdb_options_t *rdb_options(int compression)
 {
 	rocksdb_block_based_table_options_t *bbto = rocksdb_block_based_options_create();
 	rocksdb_filterpolicy_t *bloom = rocksdb_filterpolicy_create_bloom(BLOOM_BITS);
-	rocksdb_cache_t *cache = rocksdb_cache_create_lru(BLOCK_CACHE_SIZE);
+	rocksdb_cache_t *cache = rocksdb_cache_create_lru(block_cache_bytes);
 	rocksdb_options_t *opt = rocksdb_options_create();
 
 	/*
@@ -752,9 +996,16 @@ static rocksdb_options_t *rdb_options(int compression)
 	rocksdb_options_set_write_buffer_size(opt, WRITE_BUFFER_SIZE);
 	rocksdb_options_set_max_open_files(opt, MAX_OPEN_FILES);
 	rocksdb_options_set_compression(opt, compression);
-	/* window bits, level, strategy, dictionary bytes: only the level changes. */
-	if (compression == rocksdb_zstd_compression)
-		rocksdb_options_set_compression_options(opt, -14, ZSTD_LEVEL, 0, 0);
+	/*
+	 * As smolfs: zstd's fast level above the deepest level, ZSTD_LEVEL in
+	 * it.  Window bits, level, strategy, dictionary bytes: only the level
+	 * changes (the last argument of the bottommost call enables it).
+	 */
+	if (compression == rocksdb_zstd_compression) {
+		rocksdb_options_set_compression_options(opt, -14, ZSTD_UPPER_LEVEL, 0, 0);
+		rocksdb_options_set_bottommost_compression(opt, rocksdb_zstd_compression);
+		rocksdb_options_set_bottommost_compression_options(opt, -14, ZSTD_LEVEL, 0, 0, 1);
+	}
 	return opt;
 }
 
@@ -881,6 +1132,23 @@ static int rdb_compact(struct bench_db *b)
 	return 0;
 }
 
+/* RocksDB says exactly whether a flush or compaction is running or due. */
+static int rdb_busy(struct bench_db *b)
+{
+	static const char *const props[] = {
+		"rocksdb.num-running-compactions", "rocksdb.num-running-flushes",
+		"rocksdb.compaction-pending", "rocksdb.mem-table-flush-pending",
+	};
+
+	for (size_t i = 0; i < sizeof(props) / sizeof(props[0]); i++) {
+		uint64_t v = 0;
+
+		if (rocksdb_property_int(b->rdb, props[i], &v) == 0 && v)
+			return 1;
+	}
+	return 0;
+}
+
 static const struct engine_ops rdb_ops = {
 	.name = "rocksdb",
 	.open = rdb_open,
@@ -895,6 +1163,7 @@ static const struct engine_ops rdb_ops = {
 	.next = rdb_next,
 	.entry = rdb_entry,
 	.compact = rdb_compact,
+	.busy = rdb_busy,
 };
 #endif /* HAVE_PEERS */
 
@@ -919,11 +1188,12 @@ static const char *engine_compression(int engine)
 {
 	switch (engine) {
 	case E_SMOLFS:
-		return "zstd level 1";
+		return "zstd level 1 in the deepest level, zstd level -1 above it";
 	case E_LEVELDB:
-		return "snappy (LevelDB's only compressor; it has no zstd)";
+		return "snappy everywhere (LevelDB 1.23's C API offers no other compressor)";
 	case E_ROCKSDB:
-		return "zstd level 1 (snappy if this RocksDB lacks zstd; noted below if so)";
+		return "as smolfs: zstd level 1 bottommost, -1 above (snappy if this RocksDB\n"
+		       "          lacks zstd; noted below if so)";
 	default:
 		return "?";
 	}
@@ -948,6 +1218,13 @@ struct child {
 	struct pair *pairs;        /* one write's entries */
 	char *keys;                /* their keys, KEY_SIZE bytes each */
 	int workload;              /* the one running, for error reports */
+	int compacted;             /* compacted fully, and nothing written since */
+
+	/* The running workload's measurements, see op_begin() and op_done(). */
+	struct hist hist;
+	uint64_t last_ns;          /* when the last operation ended */
+	uint64_t mem_ns;           /* when memory was last sampled */
+	uint64_t anon_kb, file_kb; /* peaks so far */
 };
 
 static void child_fail(struct child *c, const char *msg) __attribute__((noreturn));
@@ -968,13 +1245,20 @@ static void send_record(struct child *c, const struct record *r)
 }
 
 /*
- * The value pool: value bytes that compress to about half their size, the
- * same for every engine.  Each 100-byte run is 50 random bytes written twice,
- * so a compressor finds a 50-byte match in every run but nothing else to
- * exploit.  Values are consecutive slices of the pool; at 1 MiB it is far
- * larger than a block, so no block sees the same bytes twice by wrapping.
+ * The value pool, the same for every engine; values are consecutive slices
+ * of it.  At 1 MiB (or twice the value size) it is far larger than a block,
+ * so no block sees the same bytes twice by wrapping.
+ *
+ * Compressible (the default), as db_bench makes its values: the pool is a
+ * run of 100-byte pieces, each 50 random printable characters (' ' to '~')
+ * followed by the same 50 again.  A compressor finds the 50-byte match in
+ * every piece, and an entropy coder (zstd's, not snappy's) also gains on
+ * the 95-symbol alphabet, so zstd stores a block in about 40-50% of its
+ * bytes -- reads then pay for decompression, as they do on real data.
+ * Random (--values=random): every byte random, which no compressor
+ * shrinks; zstd stores such blocks raw.
  */
-static char *pool_new(uint64_t seed, size_t value_size, size_t *lenp)
+static char *pool_new(uint64_t seed, size_t value_size, int random_values, size_t *lenp)
 {
 	uint64_t rng = seed ^ 0x706f6f6cull;     /* "pool" */
 	size_t len = 1u << 20;
@@ -983,11 +1267,16 @@ static char *pool_new(uint64_t seed, size_t value_size, size_t *lenp)
 	if (len < 2 * value_size)
 		len = 2 * value_size;
 	pool = bench_malloc(len + 100);
-	for (size_t run = 0; run < len; run += 100) {
-		char *p = pool + run;
+	for (size_t piece = 0; piece < len; piece += 100) {
+		char *p = pool + piece;
 
+		if (random_values) {
+			for (int i = 0; i < 100; i++)
+				p[i] = (char)rng_next(&rng);
+			continue;
+		}
 		for (int i = 0; i < 50; i++)
-			p[i] = (char)rng_next(&rng);
+			p[i] = (char)(' ' + rng_below(&rng, 95));
 		memcpy(p + 50, p, 50);
 	}
 	*lenp = len;
@@ -996,7 +1285,7 @@ static char *pool_new(uint64_t seed, size_t value_size, size_t *lenp)
 
 static void make_pool(struct child *c)
 {
-	c->pool = pool_new(c->cfg->seed, c->value_size, &c->pool_len);
+	c->pool = pool_new(c->cfg->seed, c->value_size, c->cfg->random_values, &c->pool_len);
 	c->pool_pos = 0;
 }
 
@@ -1063,6 +1352,89 @@ static void db_open(struct child *c, int fresh)
 #endif
 }
 
+/*
+ * Measuring a workload.  op_begin() starts the clock; op_done() ends one
+ * operation (one write call, one get, one seek with its next() calls, one
+ * group of READSEQ_GROUP next() calls) and adds its time to the histogram:
+ * the time since the previous operation ended, so each operation costs one
+ * clock_gettime and the loop's own few instructions land in the operation
+ * that follows them, the same for every engine.  Memory is sampled at most
+ * every MEM_SAMPLE_NS between operations (the sample's own time is left out
+ * of the histogram), once after op_begin and once at the end, and the
+ * workload reports the peaks.
+ */
+#define MEM_SAMPLE_NS 50000000u
+
+static void mem_sample(struct child *c)
+{
+	uint64_t anon, file;
+
+	rss_split_kb(&anon, &file);
+	if (anon > c->anon_kb)
+		c->anon_kb = anon;
+	if (file > c->file_kb)
+		c->file_kb = file;
+}
+
+static void op_begin(struct child *c)
+{
+	memset(&c->hist, 0, sizeof(c->hist));
+	c->anon_kb = c->file_kb = 0;
+	mem_sample(c);
+	c->last_ns = c->mem_ns = now_ns();
+}
+
+static void op_done(struct child *c)
+{
+	uint64_t t = now_ns();
+
+	hist_add(&c->hist, t - c->last_ns);
+	c->last_ns = t;
+	if (t - c->mem_ns >= MEM_SAMPLE_NS) {
+		mem_sample(c);
+		c->last_ns = c->mem_ns = now_ns();
+	}
+}
+
+/*
+ * Wait until the engine has no background work left: its own sign (busy())
+ * says none is due or running, and the whole process -- every thread of the
+ * engine -- used less than SETTLE_CPU seconds of CPU and wrote no byte in
+ * each of SETTLE_QUIET consecutive polls SETTLE_POLL_NS apart.  A flush or
+ * compaction burns CPU and writes its output without pause, and the next one
+ * is picked as the last ends, so half a second of neither means none is
+ * running.  Bounded by --settle-timeout; the record says how long it took
+ * and whether the bound ended it.
+ */
+#define SETTLE_POLL_NS 100000000L
+#define SETTLE_QUIET   5
+#define SETTLE_CPU     0.005
+
+static void settle(struct child *c, struct record *r)
+{
+	const struct timespec poll = { 0, SETTLE_POLL_NS };
+	double t0 = now(), cpu0, cpu;
+	uint64_t w0, w;
+	int quiet = 0;
+
+	process_activity(&cpu0, &w0);
+	while (quiet < SETTLE_QUIET) {
+		int busy;
+
+		if (now() - t0 >= c->cfg->settle_timeout) {
+			r->settle_timed_out = 1;
+			break;
+		}
+		nanosleep(&poll, NULL);
+		process_activity(&cpu, &w);
+		busy = c->db.ops->busy(&c->db);
+		quiet = !busy && cpu - cpu0 < SETTLE_CPU && w == w0 ? quiet + 1 : 0;
+		cpu0 = cpu;
+		w0 = w;
+	}
+	r->settle_secs = now() - t0;
+}
+
 /* Write the keys in order (fillseq) or in c->perm's order, or at random (overwrite). */
 static void run_writes(struct child *c, int w, struct record *r)
 {
@@ -1071,7 +1443,9 @@ static void run_writes(struct child *c, int w, struct record *r)
 	uint64_t i = 0;
 	double t0;
 
+	c->compacted = 0;
 	t0 = now();
+	op_begin(c);
 	while (i < cfg->num) {
 		size_t n = 0;
 
@@ -1092,6 +1466,7 @@ static void run_writes(struct child *c, int w, struct record *r)
 		}
 		if (c->db.ops->write(&c->db, c->pairs, n) != 0)
 			child_fail(c, c->db.err);
+		op_done(c);
 		r->bytes += n * (KEY_SIZE + c->value_size);
 	}
 	r->secs = now() - t0;
@@ -1106,6 +1481,7 @@ static void run_readrandom(struct child *c, struct record *r)
 	double t0;
 
 	t0 = now();
+	op_begin(c);
 	for (uint64_t i = 0; i < cfg->reads; i++) {
 		size_t vlen = 0;
 		int found;
@@ -1114,6 +1490,7 @@ static void run_readrandom(struct child *c, struct record *r)
 		found = c->db.ops->get(&c->db, key, KEY_SIZE, &vlen);
 		if (found < 0)
 			child_fail(c, c->db.err);
+		op_done(c);
 		if (found) {
 			r->found++;
 			r->bytes += KEY_SIZE + vlen;
@@ -1123,13 +1500,19 @@ static void run_readrandom(struct child *c, struct record *r)
 	r->ops = cfg->reads;
 }
 
-/* Read from the first key on, until the end or --reads entries. */
+/*
+ * Read from the first key on, until the end or --reads entries.  Latency is
+ * taken per READSEQ_GROUP entries: a single next() is too short to time
+ * without the clock weighing on it.
+ */
 static void run_readseq(struct child *c, struct record *r)
 {
 	const struct engine_ops *ops = c->db.ops;
+	int in_group = 0;
 	double t0;
 
 	t0 = now();
+	op_begin(c);
 	if (ops->iter_new(&c->db) != 0)
 		child_fail(c, c->db.err);
 	ops->seek_first(&c->db);
@@ -1137,9 +1520,15 @@ static void run_readseq(struct child *c, struct record *r)
 		r->bytes += ops->entry(&c->db);
 		r->ops++;
 		ops->next(&c->db);
+		if (++in_group == READSEQ_GROUP) {
+			op_done(c);
+			in_group = 0;
+		}
 	}
 	if (ops->iter_free(&c->db) != 0)
 		child_fail(c, c->db.err);
+	if (in_group || !r->ops)
+		op_done(c);
 	r->secs = now() - t0;
 	r->found = r->ops;
 }
@@ -1147,7 +1536,7 @@ static void run_readseq(struct child *c, struct record *r)
 /*
  * Seek to a random key and read up to --seek-reads entries from there (the
  * one found and those next() steps to).  Each seek uses a fresh iterator, as
- * each directory listing in smolfs will.
+ * each directory listing in smolfs will; an operation is the whole group.
  */
 static void run_seekrandom(struct child *c, struct record *r)
 {
@@ -1158,6 +1547,7 @@ static void run_seekrandom(struct child *c, struct record *r)
 	double t0;
 
 	t0 = now();
+	op_begin(c);
 	for (uint64_t i = 0; i < cfg->reads; i++) {
 		make_key(key, rng_below(&rng, cfg->num));
 		if (ops->iter_new(&c->db) != 0)
@@ -1171,15 +1561,33 @@ static void run_seekrandom(struct child *c, struct record *r)
 		}
 		if (ops->iter_free(&c->db) != 0)
 			child_fail(c, c->db.err);
+		op_done(c);
 	}
 	r->secs = now() - t0;
 	r->ops = cfg->reads;
 }
 
+/* Compact everything; returns the seconds it took. */
+static double compact_all(struct child *c)
+{
+	double t0 = now();
+
+	if (c->db.ops->compact(&c->db) != 0)
+		child_fail(c, c->db.err);
+	c->compacted = 1;
+	return now() - t0;
+}
+
+/*
+ * One workload.  The fills start from an empty directory; every other
+ * workload first lets the engine finish its background work (settle), so
+ * that each engine starts it from the same quiet state.  A *-compacted
+ * workload on a database not compacted since its last write compacts it
+ * first (reported as its compact_secs), then settles.
+ */
 static void run_workload(struct child *c, int w)
 {
 	struct record r;
-	double t0;
 
 	c->workload = w;
 	memset(&r, 0, sizeof(r));
@@ -1187,7 +1595,11 @@ static void run_workload(struct child *c, int w)
 	r.workload = w;
 	send_record(c, &r);
 
-	db_open(c, w == W_FILLSEQ || w == W_FILLRANDOM);
+	db_open(c, is_fill(w));
+	if (is_compacted_workload(w) && !c->compacted)
+		r.compact_secs = compact_all(c);
+	if (!is_fill(w))
+		settle(c, &r);
 	switch (w) {
 	case W_FILLSEQ:
 	case W_FILLRANDOM:
@@ -1195,22 +1607,34 @@ static void run_workload(struct child *c, int w)
 		run_writes(c, w, &r);
 		break;
 	case W_READRANDOM:
+	case W_READRANDOM_COMPACTED:
 		run_readrandom(c, &r);
 		break;
 	case W_READSEQ:
+	case W_READSEQ_COMPACTED:
 		run_readseq(c, &r);
 		break;
 	case W_SEEKRANDOM:
+	case W_SEEKRANDOM_COMPACTED:
 		run_seekrandom(c, &r);
 		break;
-	case W_READRANDOM_COMPACTED:
-		t0 = now();
-		if (c->db.ops->compact(&c->db) != 0)
-			child_fail(c, c->db.err);
-		r.compact_secs = now() - t0;
-		run_readrandom(c, &r);
+	case W_COMPACT:
+		/*
+		 * One operation, so no latency figures; ops/s counts the
+		 * entries written, so the ratio of two engines' rates is the
+		 * inverse ratio of their compaction times.
+		 */
+		op_begin(c);
+		r.secs = compact_all(c);
+		r.ops = c->cfg->num;
+		r.bytes = c->cfg->num * (KEY_SIZE + c->value_size);
+		memset(&c->hist, 0, sizeof(c->hist));
 		break;
 	}
+	mem_sample(c);
+	hist_summary(&c->hist, &r.lat);
+	r.anon_kb = c->anon_kb;
+	r.file_kb = c->file_kb;
 	r.kind = REC_DONE;
 	r.disk_bytes = disk_usage(c->dir);
 	r.rss_kb = peak_rss_kb();
@@ -1485,7 +1909,7 @@ static void compact_all_trees(struct tchild *c, const char *dir, struct trecord 
 	size_t n;
 	int err;
 
-	bench_kv_options(&o, BLOCK_CACHE_SIZE);
+	bench_kv_options(&o, block_cache_bytes);
 	o.create_if_missing = 0;
 	err = kv_open(dir, &o, &kv);
 	if (err)
@@ -1579,7 +2003,7 @@ static void lg_scan(struct tchild *c, const char *dir, int line, const struct tr
 	int err;
 
 	tstart(c, line, r);
-	db = tbench_open(c, dir, BLOCK_CACHE_SIZE);
+	db = tbench_open(c, dir, block_cache_bytes);
 	r->table_rows = built->table_rows;
 	tree_sizes(c, tbl_kv(db), r);
 	memcpy(r->group_tree, built->group_tree, sizeof(r->group_tree));
@@ -1629,12 +2053,12 @@ static void run_lg_scan(struct tchild *c)
 	int err;
 
 	tchild_path(c, dir, "db");
-	c->pool = pool_new(cfg->seed, LG_BLOB_SIZE, &c->pool_len);
+	c->pool = pool_new(cfg->seed, LG_BLOB_SIZE, cfg->random_values, &c->pool_len);
 	c->pool_pos = 0;
 
 	tstart(c, LG_LOAD, &load);
 	load.table_rows = cfg->num;
-	db = tbench_open(c, dir, BLOCK_CACHE_SIZE);
+	db = tbench_open(c, dir, block_cache_bytes);
 	err = tbl_create_table(db, LG_TABLE);
 	if (err)
 		tchild_fail(c, "tbl_create_table", kv_strerror(err));
@@ -1652,7 +2076,7 @@ static void run_lg_scan(struct tchild *c)
 	compact_all_trees(c, dir, &load);
 	load.compact_secs = now() - t0;
 
-	db = tbench_open(c, dir, BLOCK_CACHE_SIZE);
+	db = tbench_open(c, dir, block_cache_bytes);
 	tree_sizes(c, tbl_kv(db), &load);
 	tbench_close(c, db);
 	load.disk_bytes = disk_usage(dir);
@@ -1799,7 +2223,7 @@ static void px_table(struct tchild *c, int line, uint64_t nrows)
 	r.table_rows = nrows;
 	snprintf(name, sizeof(name), "db-%" PRIu64, nrows);
 	tchild_path(c, dir, name);
-	db = tbench_open(c, dir, BLOCK_CACHE_SIZE);
+	db = tbench_open(c, dir, block_cache_bytes);
 	err = tbl_create_table(db, PX_TABLE);
 	if (err)
 		tchild_fail(c, "tbl_create_table", kv_strerror(err));
@@ -1972,9 +2396,15 @@ static void progress(const struct config *cfg, int run, size_t vsize, int engine
 		return;
 	if (cfg->repeat > 1)
 		fprintf(stderr, "[run %d/%d] ", run + 1, cfg->repeat);
-	fprintf(stderr, "%-7s %6zu B  %-20s %10.0f ops/s  %7.1f MB/s\n", engine_names[engine],
+	fprintf(stderr, "%-7s %6zu B  %-20s %10.0f ops/s  %7.1f MB/s", engine_names[engine],
 		vsize, workload_names[r->workload], r->secs > 0 ? r->ops / r->secs : 0.0,
 		r->secs > 0 ? r->bytes / MB / r->secs : 0.0);
+	if (r->lat.n)
+		fprintf(stderr, "  p99 %.1f us, max %.2f ms", r->lat.p99, r->lat.max / 1e3);
+	if (r->settle_secs > 0)
+		fprintf(stderr, "  (settled %.1f s%s)", r->settle_secs,
+			r->settle_timed_out ? ", TIMED OUT" : "");
+	fprintf(stderr, "\n");
 }
 
 /* Run one engine on one value size in a child and collect what it reports. */
@@ -2144,9 +2574,18 @@ struct summary {
 	int n;                     /* runs that have this workload */
 	double ops_per_sec, mb_per_sec, us_per_op;
 	double disk_bytes, rss_kb, found, ops, compact_secs;
+	double spread;             /* ops/s: (max - min) / median over the runs, in percent */
+	double p50, p99, p999;     /* microseconds, medians of the runs' */
+	double max;                /* microseconds, the largest of any run */
+	double over_1ms, over_10ms;
+	double anon_kb, file_kb, settle_secs;
+	int settle_timeouts;       /* runs whose settle() ended at the timeout */
 };
 
-enum metric { M_OPS, M_MB, M_US, M_DISK, M_RSS, M_FOUND, M_N, M_COMPACT };
+enum metric {
+	M_OPS, M_MB, M_US, M_DISK, M_RSS, M_FOUND, M_N, M_COMPACT, M_LAT_N, M_P50, M_P99, M_P999,
+	M_MAX, M_OVER_1MS, M_OVER_10MS, M_ANON, M_FILE, M_SETTLE, M_SETTLE_TIMEOUT,
+};
 
 static double metric(const struct record *r, enum metric m)
 {
@@ -2167,34 +2606,108 @@ static double metric(const struct record *r, enum metric m)
 		return r->ops;
 	case M_COMPACT:
 		return r->compact_secs;
+	case M_LAT_N:
+		return r->lat.n;
+	case M_P50:
+		return r->lat.p50;
+	case M_P99:
+		return r->lat.p99;
+	case M_P999:
+		return r->lat.p999;
+	case M_MAX:
+		return r->lat.max;
+	case M_OVER_1MS:
+		return r->lat.over_1ms;
+	case M_OVER_10MS:
+		return r->lat.over_10ms;
+	case M_ANON:
+		return r->anon_kb;
+	case M_FILE:
+		return r->file_kb;
+	case M_SETTLE:
+		return r->settle_secs;
+	case M_SETTLE_TIMEOUT:
+		return r->settle_timed_out;
 	}
 	return 0;
+}
+
+/* Metric m of every run that has workload w, into v[]; returns how many. */
+static int runs_of(struct results *res, int vs, int engine, int w, enum metric m, double *v)
+{
+	int n = 0;
+
+	for (int run = 0; run < res->nruns; run++) {
+		struct child_result *cr = result_at(res, run, vs, engine);
+
+		if (cr->have[w])
+			v[n++] = metric(&cr->rec[w], m);
+	}
+	return n;
 }
 
 static double median_of(struct results *res, int vs, int engine, int w, enum metric m, int *n)
 {
 	double v[res->nruns];
 
-	*n = 0;
-	for (int run = 0; run < res->nruns; run++) {
-		struct child_result *cr = result_at(res, run, vs, engine);
-
-		if (cr->have[w])
-			v[(*n)++] = metric(&cr->rec[w], m);
-	}
+	*n = runs_of(res, vs, engine, w, m, v);
 	return *n ? median(v, *n) : 0;
+}
+
+/* The largest value of metric m over the runs (m >= 0 always). */
+static double max_of(struct results *res, int vs, int engine, int w, enum metric m)
+{
+	double v[res->nruns], top = 0;
+	int n = runs_of(res, vs, engine, w, m, v);
+
+	for (int i = 0; i < n; i++)
+		if (v[i] > top)
+			top = v[i];
+	return top;
+}
+
+/* The spread of metric m over the runs: (max - min) / median, in percent; 0 for one run. */
+static double spread_of(struct results *res, int vs, int engine, int w, enum metric m)
+{
+	double v[res->nruns], med;
+	int n = runs_of(res, vs, engine, w, m, v);
+
+	if (n < 2)
+		return 0;
+	med = median(v, n);    /* sorts v */
+	return med > 0 ? 100 * (v[n - 1] - v[0]) / med : 0;
 }
 
 static void summarize(struct results *res, int vs, int engine, int w, struct summary *s)
 {
+	int n;
+
 	s->ops_per_sec = median_of(res, vs, engine, w, M_OPS, &s->n);
-	s->mb_per_sec = median_of(res, vs, engine, w, M_MB, &s->n);
-	s->us_per_op = median_of(res, vs, engine, w, M_US, &s->n);
-	s->disk_bytes = median_of(res, vs, engine, w, M_DISK, &s->n);
-	s->rss_kb = median_of(res, vs, engine, w, M_RSS, &s->n);
-	s->found = median_of(res, vs, engine, w, M_FOUND, &s->n);
-	s->ops = median_of(res, vs, engine, w, M_N, &s->n);
-	s->compact_secs = median_of(res, vs, engine, w, M_COMPACT, &s->n);
+	s->mb_per_sec = median_of(res, vs, engine, w, M_MB, &n);
+	s->us_per_op = median_of(res, vs, engine, w, M_US, &n);
+	s->disk_bytes = median_of(res, vs, engine, w, M_DISK, &n);
+	s->rss_kb = median_of(res, vs, engine, w, M_RSS, &n);
+	s->found = median_of(res, vs, engine, w, M_FOUND, &n);
+	s->ops = median_of(res, vs, engine, w, M_N, &n);
+	s->compact_secs = median_of(res, vs, engine, w, M_COMPACT, &n);
+	s->spread = spread_of(res, vs, engine, w, M_OPS);
+	s->p50 = median_of(res, vs, engine, w, M_P50, &n);
+	s->p99 = median_of(res, vs, engine, w, M_P99, &n);
+	s->p999 = median_of(res, vs, engine, w, M_P999, &n);
+	s->max = max_of(res, vs, engine, w, M_MAX);
+	s->over_1ms = median_of(res, vs, engine, w, M_OVER_1MS, &n);
+	s->over_10ms = median_of(res, vs, engine, w, M_OVER_10MS, &n);
+	s->anon_kb = median_of(res, vs, engine, w, M_ANON, &n);
+	s->file_kb = median_of(res, vs, engine, w, M_FILE, &n);
+	s->settle_secs = median_of(res, vs, engine, w, M_SETTLE, &n);
+	{
+		double v[res->nruns];
+
+		n = runs_of(res, vs, engine, w, M_SETTLE_TIMEOUT, v);
+		s->settle_timeouts = 0;
+		for (int i = 0; i < n; i++)
+			s->settle_timeouts += v[i] > 0;
+	}
 }
 
 /* The median over the complete runs of the whole child's peak RSS, in KiB; 0 if none. */
@@ -2257,10 +2770,63 @@ static void print_table_header(const struct config *cfg)
 			printf("%" PRIu64 " and ", small);
 		printf("%" PRIu64 " rows\n", large);
 	}
-	printf("  write buffer %u MiB, block cache %u MiB (none in prefix-scan's scans), "
+	printf("  write buffer %u MiB, block cache %zu MiB (none in prefix-scan's scans), "
 	       "bloom filter %d bits/key,\n  %d-byte blocks, zstd level %d, one tbl_mutate_row "
-	       "a row, no sync\n", WRITE_BUFFER_SIZE >> 20, BLOCK_CACHE_SIZE >> 20, BLOOM_BITS,
+	       "a row, no sync\n", WRITE_BUFFER_SIZE >> 20, block_cache_bytes >> 20, BLOOM_BITS,
 	       BLOCK_SIZE, ZSTD_LEVEL);
+}
+
+/* What the values are, for the header and each table's title. */
+static const char *values_label(const struct config *cfg)
+{
+	return cfg->random_values ? "random values (incompressible)"
+				  : "compressible values (db_bench-style, about 50%)";
+}
+
+/*
+ * How well zstd and LevelDB's snappy could shrink this run's values: the
+ * compressed size of 4 KiB blocks of consecutive values from the pool
+ * (keys left out), at smolfs's two zstd levels.  Printed so that a reader
+ * sees what the reads had to decompress.
+ */
+static void print_compressibility(const struct config *cfg, size_t vsize)
+{
+	size_t len, pos = 0, in = 0, out[2] = { 0, 0 };
+	const int levels[2] = { ZSTD_LEVEL, ZSTD_UPPER_LEVEL };
+	char *pool = pool_new(cfg->seed, vsize, cfg->random_values, &len);
+	char block[BLOCK_SIZE + 1024], *dst;
+	size_t cap = ZSTD_compressBound(sizeof(block));
+
+	if (!vsize) {
+		free(pool);
+		return;
+	}
+	dst = bench_malloc(cap);
+	for (int b = 0; b < 64; b++) {
+		size_t fill = 0;
+
+		while (fill < BLOCK_SIZE && fill + vsize <= sizeof(block)) {
+			if (pos + vsize > len)
+				pos = 0;
+			memcpy(block + fill, pool + pos, vsize);
+			pos += vsize;
+			fill += vsize;
+		}
+		if (!fill)
+			break;
+		in += fill;
+		for (int l = 0; l < 2; l++) {
+			size_t n = ZSTD_compress(dst, cap, block, fill, levels[l]);
+
+			out[l] += ZSTD_isError(n) || n > fill ? fill : n;
+		}
+	}
+	if (in)
+		printf("  %zu-byte values in %d-byte blocks: zstd level %d keeps %.0f%%, level %d "
+		       "keeps %.0f%% of their bytes\n", vsize, BLOCK_SIZE, levels[0],
+		       100.0 * out[0] / in, levels[1], 100.0 * out[1] / in);
+	free(dst);
+	free(pool);
 }
 
 /* The settings of the kv workloads, for the header. */
@@ -2270,15 +2836,18 @@ static void print_kv_header(const struct config *cfg)
 	       cfg->nvalue_sizes > 1 ? "s" : "");
 	for (int i = 0; i < cfg->nvalue_sizes; i++)
 		printf("%s %zu", i ? "," : "", cfg->value_sizes[i]);
-	printf(" B (about 50%% compressible)\n");
+	printf(" B, %s\n", values_label(cfg));
+	for (int i = 0; i < cfg->nvalue_sizes; i++)
+		print_compressibility(cfg, cfg->value_sizes[i]);
 	printf("  reads %" PRIu64 ", batch %d (entries per write), %s, seek reads %d, "
 	       "%d run%s%s\n", cfg->reads, cfg->batch, cfg->sync ? "each write synced" : "no sync",
 	       cfg->seek_reads, cfg->repeat, cfg->repeat > 1 ? "s" : "",
-	       cfg->repeat > 1 ? " (medians shown)" : "");
-	printf("  every engine: write buffer %u MiB, block cache %u MiB, "
+	       cfg->repeat > 1 ? " interleaved (every engine's run 1, then run 2, ...; "
+				 "medians shown)" : "");
+	printf("  every engine: write buffer %u MiB, block cache %zu MiB, "
 	       "bloom filter %d bits/key,\n"
 	       "                %d-byte blocks, max open files %d, checksums verified on reads\n",
-	       WRITE_BUFFER_SIZE >> 20, BLOCK_CACHE_SIZE >> 20, BLOOM_BITS, BLOCK_SIZE,
+	       WRITE_BUFFER_SIZE >> 20, block_cache_bytes >> 20, BLOOM_BITS, BLOCK_SIZE,
 	       MAX_OPEN_FILES);
 	for (int i = 0; i < cfg->nengines; i++)
 		printf("  %-7s compression: %s\n", engine_names[cfg->engines[i]],
@@ -2292,40 +2861,74 @@ static void print_kv_header(const struct config *cfg)
 	printf("  workloads:");
 	for (int i = 0; i < cfg->nworkloads; i++)
 		printf("%s %s", i ? "," : "", workload_names[cfg->workloads[i]]);
-	printf("\n");
+	printf("\n  before each workload but the fills, every engine finishes its background\n"
+	       "  work (flushes, compactions; waited for up to %.0f s)\n", cfg->settle_timeout);
+}
+
+/* A latency in microseconds in a column of width characters; "-" without one. */
+static void print_us(int width, double us, int have)
+{
+	if (!have)
+		printf(" %*s", width, "-");
+	else if (us < 1000)
+		printf(" %*.1f", width, us);
+	else
+		printf(" %*.0f", width, us);
 }
 
 /* One line of a value size's table: the medians of one engine on one workload. */
 static void print_row(struct results *res, int vs, int engine, int w)
 {
 	struct summary s;
-	char notes[128] = "";
+	char notes[160] = "";
 	size_t len;
+	int lat, n;
 
 	summarize(res, vs, engine, w, &s);
 	if (!s.n) {
-		printf("%-21s %-8s %11s\n", workload_names[w], engine_names[engine], "-");
+		printf("%-21s %-8s %10s\n", workload_names[w], engine_names[engine], "-");
 		return;
 	}
 	if (w == W_READRANDOM || w == W_READRANDOM_COMPACTED)
 		snprintf(notes, sizeof(notes), "found %.0f of %.0f", s.found, s.ops);
-	else if (w == W_SEEKRANDOM)
+	else if (w == W_SEEKRANDOM || w == W_SEEKRANDOM_COMPACTED)
 		snprintf(notes, sizeof(notes), "%.0f of %.0f seeks found an entry", s.found, s.ops);
-	else if (w == W_READSEQ)
+	else if (w == W_READSEQ || w == W_READSEQ_COMPACTED)
 		snprintf(notes, sizeof(notes), "%.0f entries", s.ops);
+	else if (w == W_COMPACT)
+		snprintf(notes, sizeof(notes), "compaction %.2f s", s.ops / s.ops_per_sec);
 	len = strlen(notes);
-	if (w == W_READRANDOM_COMPACTED)
-		snprintf(notes + len, sizeof(notes) - len, "; compaction %.2f s", s.compact_secs);
-	printf("%-21s %-8s %11.0f %9.1f %9.2f %10.1f %9.1f%s%s\n", workload_names[w],
-	       engine_names[engine], s.ops_per_sec, s.mb_per_sec, s.us_per_op, s.disk_bytes / MIB,
-	       s.rss_kb / 1024, *notes ? "  " : "", notes);
+	if (s.compact_secs > 0)
+		snprintf(notes + len, sizeof(notes) - len, "; compacted first in %.2f s",
+			 s.compact_secs);
+	len = strlen(notes);
+	if (s.settle_secs >= 1 || s.settle_timeouts)
+		snprintf(notes + len, sizeof(notes) - len, "%ssettled %.1f s%s", len ? "; " : "",
+			 s.settle_secs, s.settle_timeouts ? " (TIMED OUT)" : "");
+	lat = median_of(res, vs, engine, w, M_LAT_N, &n) > 0;
+	printf("%-21s %-8s %10.0f %6.1f %7.1f", workload_names[w], engine_names[engine],
+	       s.ops_per_sec, s.spread, s.mb_per_sec);
+	print_us(8, s.p50, lat);
+	print_us(8, s.p99, lat);
+	print_us(8, s.p999, lat);
+	if (lat)
+		printf(" %8.2f %7.0f %6.0f", s.max / 1e3, s.over_1ms, s.over_10ms);
+	else
+		printf(" %8s %7s %6s", "-", "-", "-");
+	printf(" %6.0f %6.0f %6.0f %8.1f%s%s\n", s.anon_kb / 1024, s.file_kb / 1024,
+	       s.rss_kb / 1024, s.disk_bytes / MIB, *notes ? "  " : "", notes);
 }
 
-/* The table of ops/s ratios smolfs/peer, one line per workload. */
+/*
+ * The table of ops/s ratios smolfs/peer, one line per workload, each with
+ * its noise: the larger of the two engines' spreads over the runs.
+ */
 static void print_ratios(const struct config *cfg, struct results *res, int vs)
 {
-	printf("\nops/s ratio, value size %zu B (> 1.00: smolfs is faster)\n",
-	       cfg->value_sizes[vs]);
+	printf("\nops/s ratio smolfs/peer, value size %zu B, %s\n(ratios of medians; > 1.00: "
+	       "smolfs is faster; for compact, the inverse ratio of the times;\n noise: the "
+	       "larger of the two engines' spreads over the runs)\n", cfg->value_sizes[vs],
+	       values_label(cfg));
 	printf("%-21s", "workload");
 	for (int e = 0; e < cfg->nengines; e++) {
 		char head[32];
@@ -2333,25 +2936,29 @@ static void print_ratios(const struct config *cfg, struct results *res, int vs)
 		if (cfg->engines[e] == E_SMOLFS)
 			continue;
 		snprintf(head, sizeof(head), "smolfs/%s", engine_names[cfg->engines[e]]);
-		printf(" %15s", head);
+		printf(" %15s %6s", head, "noise");
 	}
 	printf("\n");
 	for (int i = 0; i < cfg->nworkloads; i++) {
 		int w = cfg->workloads[i], n;
 		double smol = median_of(res, vs, E_SMOLFS, w, M_OPS, &n);
+		double smol_spread = spread_of(res, vs, E_SMOLFS, w, M_OPS);
 
 		printf("%-21s", workload_names[w]);
 		for (int e = 0; e < cfg->nengines; e++) {
 			int engine = cfg->engines[e], m;
-			double peer;
+			double peer, noise;
 
 			if (engine == E_SMOLFS)
 				continue;
 			peer = median_of(res, vs, engine, w, M_OPS, &m);
+			noise = spread_of(res, vs, engine, w, M_OPS);
+			if (noise < smol_spread)
+				noise = smol_spread;
 			if (n && m && smol > 0 && peer > 0)
-				printf(" %15.2f", smol / peer);
+				printf(" %15.2f %5.0f%%", smol / peer, noise);
 			else
-				printf(" %15s", "-");
+				printf(" %15s %6s", "-", "");
 		}
 		printf("\n");
 	}
@@ -2361,16 +2968,27 @@ static void print_value_size(const struct config *cfg, struct results *res, int 
 {
 	size_t vsize = cfg->value_sizes[vs];
 
-	printf("\nvalue size %zu B: %" PRIu64 " entries, %.1f MB of keys and values%s\n", vsize,
-	       cfg->num, cfg->num * (double)(KEY_SIZE + vsize) / MB,
+	printf("\nvalue size %zu B, %s: %" PRIu64 " entries, %.1f MB of keys and values%s\n",
+	       vsize, values_label(cfg), cfg->num, cfg->num * (double)(KEY_SIZE + vsize) / MB,
 	       cfg->repeat > 1 ? " (medians)" : "");
-	printf("%-21s %-8s %11s %9s %9s %10s %9s  %s\n", "workload", "engine", "ops/s", "MB/s",
-	       "us/op", "disk MiB", "RSS MiB", "notes");
+	printf("%-21s %-8s %10s %6s %7s  %-25s %8s %7s %6s %6s %6s %6s %8s\n", "", "", "",
+	       "spread", "", "------- latency us ------", "max", "ops", "ops", "anon", "file",
+	       "RSS", "disk");
+	printf("%-21s %-8s %10s %6s %7s %8s %8s %8s %8s %7s %6s %6s %6s %6s %8s  %s\n",
+	       "workload", "engine", "ops/s", "%", "MB/s", "p50", "p99", "p99.9", "ms",
+	       ">1ms", ">10ms", "MiB", "MiB", "MiB", "MiB", "notes");
 	for (int i = 0; i < cfg->nworkloads; i++)
 		for (int e = 0; e < cfg->nengines; e++)
 			print_row(res, vs, cfg->engines[e], cfg->workloads[i]);
-	printf("(disk: the database directory's files after the workload; RSS: the engine's\n"
-	       " process's peak resident set up to the end of the workload)\n");
+	printf("(spread: (max - min) / median of ops/s over the runs; latency: of single\n"
+	       " operations -- one write call, one get, one seek with its next() calls, %d next()\n"
+	       " calls of readseq -- medians over the runs of each run's percentile; max: the\n"
+	       " slowest operation of any run; >1ms, >10ms: operations slower than that, median\n"
+	       " count; anon, file: peak RssAnon and RssFile during the workload (sampled every\n"
+	       " 50 ms and at its end); RSS: the process's peak resident set up to the end of\n"
+	       " the workload; disk: the database directory's files after the workload;\n"
+	       " settled: median wait for background work before the workload, shown from 1 s)\n",
+	       READSEQ_GROUP);
 
 	printf("peak RSS of the whole run (wait4):");
 	for (int e = 0; e < cfg->nengines; e++) {
@@ -2652,9 +3270,19 @@ static void json_result(FILE *f, struct results *res, size_t vsize, int vs, int 
 		s.ops_per_sec, s.mb_per_sec);
 	fprintf(f, "\"micros_per_op\": %.3f, \"ops\": %.0f, \"found\": %.0f, ", s.us_per_op,
 		s.ops, s.found);
-	fprintf(f, "\"disk_bytes\": %.0f, \"peak_rss_kb\": %.0f", s.disk_bytes, s.rss_kb);
-	if (w == W_READRANDOM_COMPACTED)
-		fprintf(f, ", \"compact_secs\": %.3f", s.compact_secs);
+	fprintf(f, "\"disk_bytes\": %.0f, \"peak_rss_kb\": %.0f, ", s.disk_bytes, s.rss_kb);
+	fprintf(f, "\"peak_rss_anon_kb\": %.0f, \"peak_rss_file_kb\": %.0f, ", s.anon_kb,
+		s.file_kb);
+	fprintf(f, "\"ops_per_sec_spread_pct\": %.1f, \"settle_secs\": %.3f, "
+		"\"settle_timeouts\": %d", s.spread, s.settle_secs, s.settle_timeouts);
+	if (median_of(res, vs, engine, w, M_LAT_N, &n) > 0)
+		fprintf(f, ", \"latency_us\": {\"p50\": %.2f, \"p99\": %.2f, \"p99.9\": %.2f, "
+			"\"max\": %.2f, \"over_1ms\": %.0f, \"over_10ms\": %.0f}", s.p50, s.p99,
+			s.p999, s.max, s.over_1ms, s.over_10ms);
+	n = 0;
+	if (s.compact_secs > 0 || w == W_COMPACT)
+		fprintf(f, ", \"compact_secs\": %.3f",
+			w == W_COMPACT ? s.ops / s.ops_per_sec : s.compact_secs);
 	fprintf(f, ", \"ops_per_sec_each_run\": [");
 	for (int run = 0; run < res->nruns; run++) {
 		struct child_result *cr = result_at(res, run, vs, engine);
@@ -2749,14 +3377,16 @@ static int write_json(const struct config *cfg, struct results *res)
 		KEY_SIZE, cfg->batch, cfg->sync ? "true" : "false", cfg->repeat);
 	fprintf(f, "\"seek_reads\": %d, \"scans\": %" PRIu64 ", \"seed\": %" PRIu64 ",\n",
 		cfg->seek_reads, cfg->scans, cfg->seed);
-	fprintf(f, "    \"write_buffer_size\": %u, \"block_cache_size\": %u, ",
-		WRITE_BUFFER_SIZE, BLOCK_CACHE_SIZE);
+	fprintf(f, "    \"values\": \"%s\", \"settle_timeout\": %.0f, ",
+		cfg->random_values ? "random" : "compressible", cfg->settle_timeout);
+	fprintf(f, "\"write_buffer_size\": %u, \"block_cache_size\": %zu, ",
+		WRITE_BUFFER_SIZE, block_cache_bytes);
 	fprintf(f, "\"bloom_bits_per_key\": %d, \"block_size\": %d, \"max_open_files\": %d,\n",
 		BLOOM_BITS, BLOCK_SIZE, MAX_OPEN_FILES);
 	fprintf(f, "    \"compression\": {");
 	for (int e = 0; e < cfg->nengines; e++) {
 		int engine = cfg->engines[e];
-		const char *c = engine == E_LEVELDB ? "snappy" : "zstd-1";
+		const char *c = engine == E_LEVELDB ? "snappy" : "zstd level 1 bottommost, level -1 above";
 
 		if (engine == E_ROCKSDB && res->rocksdb_snappy)
 			c = "snappy";
@@ -2811,7 +3441,8 @@ static void usage(FILE *f)
 		"\n"
 		"  --benchmarks LIST   workloads to run, in order (default: the kv workloads,\n"
 		"                      in this order): fillseq,fillrandom,overwrite,readrandom,\n"
-		"                      readseq,seekrandom,readrandom-compacted; and the table\n"
+		"                      readseq,seekrandom,compact,readrandom-compacted,\n"
+		"                      seekrandom-compacted,readseq-compacted; and the table\n"
 		"                      workloads, smolfs only, run when named: lg-scan (a scan\n"
 		"                      of one locality group), prefix-scan (100-row prefix scans\n"
 		"                      in a 10000-row and a --num-row table)\n"
@@ -2830,7 +3461,13 @@ static void usage(FILE *f)
 		"  --sync              fsync the log on every write (default: no sync)\n"
 		"  --seek-reads N      entries read after each seek in seekrandom (default %d)\n"
 		"  --scans N           prefix scans per table size in prefix-scan (default %d)\n"
-		"  --repeat N          run everything N times and report medians (default 1)\n"
+		"  --runs N            run everything N times, interleaved, and report medians\n"
+		"                      and spreads (default %d); --repeat N is the same\n"
+		"  --values KIND       compressible (default: like db_bench's, about 50%%) or\n"
+		"                      random (incompressible)\n"
+		"  --cache-mib N       block cache of every engine, MiB (default %d)\n"
+		"  --settle-timeout S  wait at most S seconds for an engine's background work\n"
+		"                      before a workload (default %d)\n"
 		"  --db DIR            make the databases under DIR (default: a new directory in\n"
 		"                      $TMPDIR or /tmp, removed at the end)\n"
 		"  --json FILE         also write the results to FILE as JSON\n"
@@ -2839,7 +3476,8 @@ static void usage(FILE *f)
 		"  --quiet             no progress lines on stderr\n"
 		"  --help              show this help and exit\n"
 		"\n"
-		"See smolbench(1).\n", DEFAULT_NUM, DEFAULT_VALUE, DEFAULT_SEEK_READ, DEFAULT_SCANS);
+		"See smolbench(1).\n", DEFAULT_NUM, DEFAULT_VALUE, DEFAULT_SEEK_READ, DEFAULT_SCANS,
+		DEFAULT_RUNS, DEFAULT_CACHE_MIB, DEFAULT_SETTLE);
 }
 
 static uint64_t parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max)
@@ -2915,7 +3553,7 @@ static void parse_options(struct config *cfg, int argc, char **argv)
 		OPT_BENCHMARKS = 256, OPT_ENGINES, OPT_NUM, OPT_READS, OPT_VALUE_SIZE,
 		OPT_VALUE_SIZES, OPT_BATCH, OPT_SYNC, OPT_SEEK_READS, OPT_SCANS, OPT_REPEAT, OPT_DB,
 		OPT_JSON, OPT_SEED,
-		OPT_QUIET, OPT_HELP, OPT_PREAD_TABLES,
+		OPT_QUIET, OPT_HELP, OPT_PREAD_TABLES, OPT_VALUES, OPT_CACHE_MIB, OPT_SETTLE,
 	};
 	static const struct option longopts[] = {
 		{ "benchmarks", required_argument, NULL, OPT_BENCHMARKS },
@@ -2929,6 +3567,10 @@ static void parse_options(struct config *cfg, int argc, char **argv)
 		{ "seek-reads", required_argument, NULL, OPT_SEEK_READS },
 		{ "scans", required_argument, NULL, OPT_SCANS },
 		{ "repeat", required_argument, NULL, OPT_REPEAT },
+		{ "runs", required_argument, NULL, OPT_REPEAT },
+		{ "values", required_argument, NULL, OPT_VALUES },
+		{ "cache-mib", required_argument, NULL, OPT_CACHE_MIB },
+		{ "settle-timeout", required_argument, NULL, OPT_SETTLE },
 		{ "db", required_argument, NULL, OPT_DB },
 		{ "json", required_argument, NULL, OPT_JSON },
 		{ "seed", required_argument, NULL, OPT_SEED },
@@ -2944,7 +3586,8 @@ static void parse_options(struct config *cfg, int argc, char **argv)
 	cfg->value_sizes[0] = DEFAULT_VALUE;
 	cfg->nvalue_sizes = 1;
 	cfg->batch = 1;
-	cfg->repeat = 1;
+	cfg->repeat = DEFAULT_RUNS;
+	cfg->settle_timeout = DEFAULT_SETTLE;
 	cfg->seek_reads = DEFAULT_SEEK_READ;
 	cfg->scans = DEFAULT_SCANS;
 	cfg->seed = 301;
@@ -2992,7 +3635,21 @@ static void parse_options(struct config *cfg, int argc, char **argv)
 			cfg->scans = parse_u64("--scans", optarg, 1, 100000000);
 			break;
 		case OPT_REPEAT:
-			cfg->repeat = parse_u64("--repeat", optarg, 1, 1000);
+			cfg->repeat = parse_u64("--runs", optarg, 1, 1000);
+			break;
+		case OPT_VALUES:
+			if (!strcmp(optarg, "random"))
+				cfg->random_values = 1;
+			else if (!strcmp(optarg, "compressible"))
+				cfg->random_values = 0;
+			else
+				die("--values: '%s' is neither compressible nor random", optarg);
+			break;
+		case OPT_CACHE_MIB:
+			block_cache_bytes = (size_t)parse_u64("--cache-mib", optarg, 0, 1u << 20) << 20;
+			break;
+		case OPT_SETTLE:
+			cfg->settle_timeout = parse_u64("--settle-timeout", optarg, 0, 86400);
 			break;
 		case OPT_DB:
 			free(cfg->db_base);
