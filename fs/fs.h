@@ -92,6 +92,16 @@ struct fs_node {
 	unsigned dirty_open;        /* handles open for writing */
 	unsigned readers;           /* handles open for reading, each holding its own text */
 	int pending;                /* made by mknod, no value yet (ops.c) */
+	/*
+	 * The page cache (ops.c, "Readers and the page cache"): a sealed node's
+	 * text never changes for the kernel; these describe it, for life.
+	 */
+	int sealed;
+	int touched;                /* a reply the kernel applies unchecked may be late */
+	unsigned opening;           /* writers' opens under way (not yet in dirty_open) */
+	unsigned paged;             /* readers' handles reading its pages (sealed) */
+	int writer_due;             /* made for such a writer's retry: not sealed before it */
+	uint64_t seal_ts, seal_len, seal_hash;
 	int pending_type;           /* its user.smolfs.type (enum cell_type), or 0 */
 	struct fs_handle *writers;  /* those handles (ops.c), under fs.lock */
 	enum fs_kind kind;
@@ -119,6 +129,9 @@ struct fs_node {
  * is more.
  */
 #define FS_BUFFER_LIMIT ((size_t)256 << 20)
+
+/* Names whose writer's retry is awaited (fs_node_retire), at most. */
+#define FS_WRITERS_DUE 16
 
 struct fs_config {
 	size_t cache_size;          /* 0: the engine's default */
@@ -150,6 +163,9 @@ struct fs {
 	struct fs_recent *recent;   /* cells a process made through q@ts (ops.c), under lock */
 	struct fs_empty *emptied;   /* a family an unlink may have emptied (ops.c), under lock */
 	size_t buffered;            /* bytes charged against cfg.buffer_limit, atomic (ops.c) */
+	uint64_t nreq[6];           /* requests served, by enum fs_req (ops.c), atomic */
+	struct { uint64_t parent, hash; } due[FS_WRITERS_DUE];   /* fs_node_retire, under lock */
+	int due_next;
 	/* invalidations waiting for the notifier thread */
 	pthread_mutex_t nlock;
 	pthread_cond_t ncond;
@@ -192,6 +208,17 @@ struct fs_node *fs_node_ref(struct fs *fs, struct fs_node *parent, const char *n
  * it.  Else NULL.
  */
 struct fs_node *fs_node_ref_unborn(struct fs *fs, uint64_t parent, const char *name, size_t len);
+/*
+ * Retire a sealed node (under fs.lock): detached from its name, whose next
+ * lookup makes a new node, and the kernel told to look the name up again.
+ */
+void fs_node_retire(struct fs *fs, struct fs_node *n, int for_writer);
+/*
+ * A writer's open or setattr reached n (under fs.lock): the retry that a
+ * retirement for a writer awaited has come, and the name's nodes may be
+ * sealed again.
+ */
+void fs_node_writer_came(struct fs *fs, struct fs_node *n);
 /* Undo one fs_node_ref (an entry that did not reach the kernel). */
 void fs_node_unref(struct fs *fs, struct fs_node *n, uint64_t count);
 /* The kernel forgot count references. */

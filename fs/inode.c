@@ -324,6 +324,48 @@ static void detach(struct fs *fs, struct fs_node *n)
 }
 
 /*
+ * Names whose sealed node was retired for a writer (ops.c): the writer's
+ * open, retried, must find a node that no reader can seal before it.
+ * Every node made for such a name until a writer comes to it is marked so
+ * (writer_due): the kernel may forget the old node before the retry, and
+ * make and drop a node in between (its revalidation of the old inode).
+ * A few are kept; the oldest gives way.  Under fs.lock.
+ */
+static int due_find(const struct fs *fs, uint64_t parent, uint64_t h)
+{
+	int i;
+
+	for (i = 0; i < FS_WRITERS_DUE; i++)
+		if (fs->due[i].parent == parent && fs->due[i].hash == h && parent)
+			return i;
+	return -1;
+}
+
+void fs_node_retire(struct fs *fs, struct fs_node *n, int for_writer)
+{
+	uint64_t h = hash_name(n->parent, n->name, n->name_len);
+
+	if (!n->detached) {
+		detach(fs, n);
+		fs_notify_entry(fs, n->parent, n->name, n->name_len);
+	}
+	if (for_writer && due_find(fs, n->parent, h) < 0) {
+		fs->due[fs->due_next].parent = n->parent;
+		fs->due[fs->due_next].hash = h;
+		fs->due_next = (fs->due_next + 1) % FS_WRITERS_DUE;
+	}
+}
+
+void fs_node_writer_came(struct fs *fs, struct fs_node *n)
+{
+	int i = due_find(fs, n->parent, hash_name(n->parent, n->name, n->name_len));
+
+	n->writer_due = 0;
+	if (i >= 0)
+		fs->due[i].parent = 0;
+}
+
+/*
  * The id of the family a node described by t belongs to: a family's
  * schema directory and a cell stand for one incarnation of the family, so
  * theirs is looked up (0 when there is none: never found stale); a
@@ -436,6 +478,8 @@ struct fs_node *fs_node_ref(struct fs *fs, struct fs_node *parent, const char *n
 	n->next_name = fs->by_name[b];
 	fs->by_name[b] = n;
 	link_cell(fs, n);
+	if (n->kind == FS_CELL && due_find(fs, n->parent, hash_name(n->parent, name, len)) >= 0)
+		n->writer_due = 1;
 	if (++fs->nnodes > fs->nbuckets * 2)
 		grow(fs);
 	pthread_mutex_unlock(&fs->lock);

@@ -704,6 +704,21 @@ void fs_scratch_free(struct fs *fs)
 
 /* ------------------------------------------------------------ MOUNT/.smolfs/stats */
 
+/* Requests served, counted for .smolfs/stats (fs->nreq). */
+enum fs_req { FS_REQ_LOOKUP, FS_REQ_GETATTR, FS_REQ_OPEN, FS_REQ_READ,
+	      FS_REQ_PAGED,     /* opens served from the page cache (keep_cache) */
+	      FS_REQ_RETIRED };  /* sealed nodes retired */
+
+static void req_counted(struct fs *fs, enum fs_req r)
+{
+	__atomic_add_fetch(&fs->nreq[r], 1, __ATOMIC_RELAXED);
+}
+
+static uint64_t req_count(struct fs *fs, enum fs_req r)
+{
+	return __atomic_load_n(&fs->nreq[r], __ATOMIC_RELAXED);
+}
+
 /*
  * The engine's statistics as text: kv_property "stats" (files and bytes per
  * level of every tree, log and flush bytes, compactions, cache hit rate,
@@ -720,11 +735,19 @@ static int stats_text(struct fs *fs, char **text, size_t *len)
 		return -ENOMEM;
 	kv_get_stats(tbl_kv(fs->db), &ks);
 	n = asprintf(&out, "%sdisk bytes %llu\nblock cache hits %llu\nblock cache misses %llu\n"
-		     "buffered bytes %zu\nbuffer limit %zu\n",
+		     "buffered bytes %zu\nbuffer limit %zu\n"
+		     "requests lookup %llu getattr %llu open %llu read %llu\n"
+		     "page cache opens %llu retired %llu\n",
 		     engine, (unsigned long long)ks.disk_bytes,
 		     (unsigned long long)ks.block_cache_hits,
 		     (unsigned long long)ks.block_cache_misses,
-		     __atomic_load_n(&fs->buffered, __ATOMIC_RELAXED), buffer_limit(fs));
+		     __atomic_load_n(&fs->buffered, __ATOMIC_RELAXED), buffer_limit(fs),
+		     (unsigned long long)req_count(fs, FS_REQ_LOOKUP),
+		     (unsigned long long)req_count(fs, FS_REQ_GETATTR),
+		     (unsigned long long)req_count(fs, FS_REQ_OPEN),
+		     (unsigned long long)req_count(fs, FS_REQ_READ),
+		     (unsigned long long)req_count(fs, FS_REQ_PAGED),
+		     (unsigned long long)req_count(fs, FS_REQ_RETIRED));
 	free(engine);
 	if (n < 0)
 		return -ENOMEM;
@@ -943,6 +966,150 @@ static int node_stat(struct fs *fs, const struct fs_node *n, uint64_t ino, struc
 	return -EIO;
 }
 
+/* ------------------------------------------------------------ sealed nodes */
+
+/*
+ * Readers and the page cache.  A reader of a cell reads it through the
+ * kernel's page cache when its node is sealed: the text the kernel caches
+ * for that inode (its pages and its size) is then one text for the life of
+ * the node, described by seal_ts, seal_len and seal_hash.  "Readers and the
+ * kernel's cache" (at fs_open) says why a cell whose text may change under
+ * the kernel cannot use the page cache: one size per inode.  Sealing keeps
+ * the text from changing instead:
+ *
+ *  - A node is sealed by a reader's open when nothing else has it open and
+ *    no reply the kernel applies without checking its age can still come
+ *    for it (touched: a setattr by name from a process holding no writer,
+ *    whose reply sets the size however late it lands; a writer's replies
+ *    all land before its release).  The open drops the inode's pages and
+ *    attributes at once, before it replies, so the first read asks for the
+ *    size (with the handle: the text it holds) and reads pages of that text.
+ *  - Later readers whose text is the sealed one (time, length and a hash
+ *    of the text) keep the pages (keep_cache): a warm cat is one request.
+ *    One that finds another text while others read the pages reads
+ *    directly; every attribute given for a sealed node is its text's.
+ *  - Nothing may change the sealed text for the kernel while readers read
+ *    its pages (paged).  A writer's open, a truncate, a commit through any
+ *    name of the cell, or a lookup or getattr that finds another text
+ *    unseals the node when no reader has its pages open (the inode and
+ *    its number stay; the next reader seals it again).  Else the node is
+ *    retired: detached from its name, whose next lookup makes a new node
+ *    (another inode number); a writer's open and a truncate answer ESTALE,
+ *    the kernel looks the name up again and retries once, and every node
+ *    made for the name until a writer comes is writer_due, not sealed, so
+ *    the retry cannot meet ESTALE again.  The readers go on reading the
+ *    text they opened.
+ *
+ * -o ro keeps its own rule (no value changes: keep_cache while the pages
+ * hold the version opened), and -s seals nothing (the open's invalidation
+ * of pages would wait on a reader's page lock held for a read that only
+ * the one thread could serve).
+ */
+static uint64_t text_hash(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ n, w;
+	size_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&w, b + i, 8);
+		h = (h ^ w) * 0xff51afd7ed558ccdull;
+		h ^= h >> 32;
+	}
+	for (; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	h ^= h >> 29;
+	return h * 0xc4ceb9fe1a85ec53ull;
+}
+
+static int node_is_sealed(struct fs *fs, const struct fs_node *n)
+{
+	int r;
+
+	pthread_mutex_lock(&fs->lock);
+	r = n->sealed;
+	pthread_mutex_unlock(&fs->lock);
+	return r;
+}
+
+/* Does st (a cell's attributes now) show another text than n's sealed one?  Under fs.lock. */
+static int seal_differs(const struct fs_node *n, const struct stat *st)
+{
+	return (uint64_t)st->st_size != n->seal_len || timespec_to_ts(&st->st_mtim) != n->seal_ts;
+}
+
+static void retire(struct fs *fs, struct fs_node *n, int for_writer)
+{
+	if (!n->detached)
+		req_counted(fs, FS_REQ_RETIRED);
+	fs_node_retire(fs, n, for_writer);
+}
+
+/*
+ * n's cell is to change, or was found changed, through something other than
+ * its readers (under fs.lock): a sealed node with no reader of its pages
+ * open is sealed no more (the next reader seals it again, dropping what the
+ * kernel holds); one whose pages are being read is retired.  1 if retired.
+ */
+static int unseal(struct fs *fs, struct fs_node *n, int for_writer)
+{
+	if (!n->sealed)
+		return 0;
+	if (!n->paged) {
+		n->sealed = 0;
+		return 0;
+	}
+	retire(fs, n, for_writer);
+	return 1;
+}
+
+/*
+ * The attributes to give for node n whose attributes now are st (rc: what
+ * node_stat answered): a sealed node's are its sealed text's, whatever the
+ * cell holds now; one whose cell shows another text (or none) is unsealed,
+ * or retired while readers read its pages (the name is then looked up
+ * again).  1 if n is still sealed (st is then filled), else 0.
+ */
+static int sealed_attrs(struct fs *fs, struct fs_node *n, uint64_t ino, int rc, struct stat *st)
+{
+	uint64_t len, ts;
+	int sealed;
+
+	pthread_mutex_lock(&fs->lock);
+	sealed = n->sealed;
+	if (sealed && !n->detached && (rc < 0 || seal_differs(n, st)))
+		sealed = unseal(fs, n, 0);
+	len = n->seal_len;
+	ts = n->seal_ts;
+	pthread_mutex_unlock(&fs->lock);
+	if (sealed)
+		fill_file(fs, ino, len, ts, st);
+	return sealed;
+}
+
+/*
+ * fs_node_ref for a lookup or a listing whose attributes for the name are
+ * st: a sealed node whose text is no longer the one shown is unsealed, or
+ * retired and a new node made while readers read its pages, so the kernel
+ * never gets attributes for a sealed inode that are not its text's.
+ */
+static struct fs_node *node_ref_shown(struct fs *fs, struct fs_node *p, const char *name,
+				      size_t len, const struct fs_node *t, const struct stat *st)
+{
+	struct fs_node *n = fs_node_ref(fs, p, name, len, t);
+	int stale;
+
+	if (!n || n->kind != FS_CELL)
+		return n;
+	pthread_mutex_lock(&fs->lock);
+	stale = n->sealed && seal_differs(n, st) && unseal(fs, n, 0);
+	pthread_mutex_unlock(&fs->lock);
+	if (!stale)
+		return n;
+	fs_node_unref(fs, n, 1);
+	return fs_node_ref(fs, p, name, len, t);
+}
+
 /*
  * How long the kernel may keep the attributes given for n.  None while a
  * descriptor is open on it: a writer's close may change the committed size
@@ -955,7 +1122,8 @@ static double attr_timeout(struct fs *fs, struct fs_node *n)
 	int open;
 
 	pthread_mutex_lock(&fs->lock);
-	open = n->dirty_open || (n->readers && !fs->cfg.ro);   /* -o ro: no value changes */
+	/* -o ro: no value changes; a sealed node's attributes are its text's */
+	open = n->dirty_open || (n->readers && !fs->cfg.ro && !n->sealed);
 	pthread_mutex_unlock(&fs->lock);
 	return open ? 0 : fs->cfg.timeout;
 }
@@ -1202,6 +1370,7 @@ static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	if (!p || node_stale(fs, p))
 		return reply_err(req, -ESTALE, "lookup", NULL);
+	req_counted(fs, FS_REQ_LOOKUP);
 	request_pid = fuse_req_ctx(req)->pid;
 	rc = child_template(p, name, len, &t, scratch);
 	if (rc == -EINVAL)
@@ -1224,7 +1393,7 @@ static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		}
 		return reply_err(req, rc, "lookup", p);
 	}
-	n = fs_node_ref(fs, p, name, len, &t);
+	n = node_ref_shown(fs, p, name, len, &t, &st);
 	if (!n)
 		return reply_err(req, -ENOMEM, "lookup", p);
 	if (node_unborn(fs, n, NULL))
@@ -1266,10 +1435,15 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	if (!n || node_stale(fs, n))
 		return reply_err(req, -ESTALE, "getattr", NULL);
 	request_pid = fuse_req_ctx(req)->pid;
-	if (fi && reader_stat(fs, n, ino, fi, &st))   /* may be stale: not kept but read-only */
-		return reply_failed("getattr", fuse_reply_attr(req, &st, fs->cfg.ro ?
+	req_counted(fs, FS_REQ_GETATTR);
+	/* may be stale: not kept, but for read-only mounts and sealed nodes */
+	if (fi && reader_stat(fs, n, ino, fi, &st))
+		return reply_failed("getattr", fuse_reply_attr(req, &st,
+					fs->cfg.ro || node_is_sealed(fs, n) ?
 					ttl_timeout(fs, n, &st, fs->cfg.timeout) : 0));
 	rc = node_stat(fs, n, ino, &st);
+	if (n->kind == FS_CELL && sealed_attrs(fs, n, ino, rc, &st))
+		rc = 0;   /* a retired node's, or one whose cell expired: its descriptors' */
 	if (rc < 0)
 		return reply_err(req, rc, "getattr", n);
 	reply_failed("getattr", fuse_reply_attr(req, &st, ttl_timeout(fs, n, &st,
@@ -1296,6 +1470,7 @@ static __thread int inval_sync_due;   /* inval_one left inval_sync_ino out */
 static void inval_one(struct fs *fs, struct fs_node *n, void *arg)
 {
 	n->cached_ts = 0;
+	unseal(fs, n, 0);   /* its text may be another now */
 	if (n->ino && n->ino == inval_sync_ino)
 		inval_sync_due = 1;
 	else
@@ -2386,7 +2561,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			memset(&ep, 0, sizeof(ep));
 			ep.attr = e->st;
 			if (e->plus) {
-				n = fs_node_ref(fs, d->node, e->name, e->len, &e->t);
+				n = node_ref_shown(fs, d->node, e->name, e->len, &e->t, &e->st);
 				if (!n) {
 					rc = used ? 0 : -ENOMEM;
 					break;
@@ -2669,6 +2844,7 @@ struct fs_handle {
 	int created;                /* an O_CREAT/O_TRUNC open: commit the empty value too */
 	int failed;                 /* a write was refused: commit nothing */
 	int writable;
+	int paged;                  /* a reader through the page cache: counted in node.paged */
 	int append;
 	enum cell_type type;        /* the type the text is parsed as (CELL_INVALID: family's) */
 	uint64_t stamp;             /* utimensat while dirty: the version's timestamp */
@@ -2837,6 +3013,14 @@ static int handle_version(struct fs *fs, struct fs_handle *h)
 	return 0;
 }
 
+/* A writer's open that reserved n (open_handle) failed. */
+static void node_opened(struct fs *fs, struct fs_node *n)
+{
+	pthread_mutex_lock(&fs->lock);
+	n->opening--;
+	pthread_mutex_unlock(&fs->lock);
+}
+
 /* Count a handle opened (add) or released on its node: writers listed, readers counted. */
 static void node_track(struct fs *fs, struct fs_handle *h, int add)
 {
@@ -2846,12 +3030,17 @@ static void node_track(struct fs *fs, struct fs_handle *h, int add)
 
 	pthread_mutex_lock(&fs->lock);
 	if (!h->writable) {   /* a reader: counted for attr_timeout */
-		if (add)
+		if (add) {
 			n->readers++;
-		else
+		} else {
 			n->readers--;
+			if (h->paged)
+				n->paged--;
+		}
 	} else if (add) {
 		n->dirty_open++;
+		if (n->kind == FS_CELL && n->opening)
+			n->opening--;   /* open_handle's reservation, now in dirty_open */
 		n->dirty_len = h->len;
 		h->next_w = n->writers;
 		n->writers = h;
@@ -3076,7 +3265,7 @@ static int open_handle(struct fs *fs, struct fs_node *n, int flags, int created,
 		       struct fs_handle **out)
 {
 	struct fs_handle *h = calloc(1, sizeof(*h));
-	int acc = flags & O_ACCMODE, rc;
+	int acc = flags & O_ACCMODE, rc, reserved = 0;
 
 	if (!h)
 		return -ENOMEM;
@@ -3090,6 +3279,19 @@ static int open_handle(struct fs *fs, struct fs_node *n, int flags, int created,
 	pthread_mutex_unlock(&fs->lock);
 	h->pid = request_pid;
 	h->fresh = 1;
+	if (h->writable && n->kind == FS_CELL) {
+		/* a writer never opens a sealed node ("Readers and the page cache") */
+		pthread_mutex_lock(&fs->lock);
+		if (unseal(fs, n, 1)) {
+			pthread_mutex_unlock(&fs->lock);
+			rc = -ESTALE;
+			goto fail;
+		}
+		n->opening++;   /* no reader seals it from now on */
+		fs_node_writer_came(fs, n);
+		pthread_mutex_unlock(&fs->lock);
+		reserved = 1;
+	}
 	if (h->writable && (flags & O_TRUNC || created)) {
 		/* the type the text will be parsed as: the existing cell's */
 		if (n->kind == FS_CELL) {
@@ -3114,6 +3316,8 @@ static int open_handle(struct fs *fs, struct fs_node *n, int flags, int created,
 	*out = h;
 	return 0;
 fail:
+	if (reserved)
+		node_opened(fs, n);
 	pthread_mutex_destroy(&h->lock);
 	free(h);
 	return rc;
@@ -3135,6 +3339,49 @@ static void handle_free(struct fs *fs, struct fs_handle *h)
 	free(h);
 }
 
+enum { PAGED_NO, PAGED_SEALED, PAGED_KEPT };
+
+/* May a reader's open seal n (its handle the only one open)?  Under fs.lock. */
+static int sealable(const struct fs *fs, const struct fs_node *n, const struct fs_handle *h)
+{
+	return !fs->cfg.singlethread && !n->detached && !n->touched && !n->writer_due &&
+	       !n->pending && !n->opening && !n->dirty_open && !n->paged && n->readers == 1 &&
+	       h->shown_ts;
+}
+
+/*
+ * A reader's open of cell node n, its text loaded in h: through the page
+ * cache (*paged: PAGED_SEALED when this open seals n, PAGED_KEPT when n is
+ * sealed with this text) or directly (PAGED_NO: a sealed node with another
+ * text, whose pages others are reading, is read directly; "Readers and the
+ * page cache").
+ */
+static void paged_open(struct fs *fs, struct fs_node *n, struct fs_handle *h, int *paged)
+{
+	uint64_t hash;
+
+	pthread_mutex_lock(&h->lock);
+	hash = text_hash(h->data, h->len);
+	pthread_mutex_unlock(&h->lock);
+	*paged = PAGED_NO;
+	pthread_mutex_lock(&fs->lock);
+	if (n->sealed && !n->detached && h->shown_ts == n->seal_ts && h->len == n->seal_len &&
+	    hash == n->seal_hash) {
+		*paged = PAGED_KEPT;
+	} else if (sealable(fs, n, h)) {   /* sealed with another text: sealed again */
+		n->seal_ts = h->shown_ts;
+		n->seal_len = h->len;
+		n->seal_hash = hash;
+		n->sealed = 1;
+		*paged = PAGED_SEALED;
+	}
+	if (*paged != PAGED_NO) {
+		h->paged = 1;
+		n->paged++;
+	}
+	pthread_mutex_unlock(&fs->lock);
+}
+
 /*
  * Readers and the kernel's cache.  The kernel keeps one size and one set of
  * pages per inode, and bounds every read through its page cache by that
@@ -3151,14 +3398,15 @@ static void handle_free(struct fs *fs, struct fs_handle *h)
  *
  * So a reader holds the text of the version it opened, loaded at the open
  * (a change after it is not seen through that descriptor: a whole value,
- * as mv gives on any filesystem), and reads it directly (direct_io): each
- * read is cut from that text by the daemon, and the kernel neither caches
- * it nor bounds it by a size that another version set.  The getattr the
- * kernel sends with the handle (lseek to the end) answers that text's
- * length, valid for no time, since it may not be the newest (reader_stat).
- * The cost is one more request per read than a warm page cache: measured
- * in smolfs(1).  On a read-only mount no value changes, and readers keep
- * the page cache (keep_cache while its pages hold the version opened); an
+ * as mv gives on any filesystem).  It reads it through the page cache when
+ * the node is sealed with that text ("Readers and the page cache"), else
+ * directly (direct_io): each read is cut from that text by the daemon, and
+ * the kernel neither caches it nor bounds it by a size that another version
+ * set.  The getattr the kernel sends with the handle (lseek to the end)
+ * answers that text's length (a sealed node's: its text), valid for no
+ * time, since it may not be the newest (reader_stat).  On a read-only
+ * mount no value changes, and readers keep the page cache (keep_cache
+ * while its pages hold the version opened); an
  * open there looks up the version only, and the text waits for the first
  * read that reaches the daemon, so a cat served from kept pages reads nothing.
  */
@@ -3168,10 +3416,11 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct fs_node *n = fs_node_get(fs, ino);
 	struct fs_handle *h;
 	uint64_t shown;
-	int rc;
+	int rc, paged;
 
 	if (!n || node_stale(fs, n))
 		return reply_err(req, -ESTALE, "open", NULL);
+	req_counted(fs, FS_REQ_OPEN);
 	request_pid = fuse_req_ctx(req)->pid;
 	if (is_dir_kind(n->kind))
 		return reply_err(req, -EISDIR, "open", n);
@@ -3203,11 +3452,14 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		}
 		shown = h->shown_ts;
 	}
+	paged = PAGED_NO;
+	if (!h->writable && !fs->cfg.ro && n->kind == FS_CELL)
+		paged_open(fs, n, h, &paged);
 	pthread_mutex_lock(&fs->lock);
 	if (!h->writable && !fs->cfg.ro) {
-		/* "Readers and the kernel's cache" above */
-		fi->direct_io = 1;
-		fi->keep_cache = 0;
+		/* "Readers and the kernel's cache" above, and "Readers and the page cache" */
+		fi->direct_io = paged == PAGED_NO;
+		fi->keep_cache = paged == PAGED_KEPT;
 		shown = 0;
 	} else {
 		/* read-only: a value never changes, and its pages may be kept */
@@ -3215,6 +3467,20 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	n->cached_ts = shown;
 	pthread_mutex_unlock(&fs->lock);
+	if (paged == PAGED_SEALED) {
+		/*
+		 * Whatever the kernel holds of the inode goes before the reply:
+		 * pages of another text (a private mapping's), and a size that
+		 * another text gave it.  The first read asks for the size with
+		 * this handle (auto_inval_data) and reads this text's pages.
+		 */
+		rc = fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
+		if (rc < 0 && rc != -ENOENT)
+			fuse_log(FUSE_LOG_ERR, "smolfs: invalidating inode %llu: %s\n",
+				 (unsigned long long)ino, strerror(-rc));
+	}
+	if (paged == PAGED_KEPT)
+		req_counted(fs, FS_REQ_PAGED);
 	if (n->kind == FS_STATS)
 		fi->direct_io = 1;   /* made at the open: its size may differ from stat's */
 	if (!h->writable)
@@ -3333,6 +3599,7 @@ static int reader_stat(struct fs *fs, struct fs_node *n, uint64_t ino, struct fu
 		       struct stat *st)
 {
 	struct fs_handle *h = (struct fs_handle *)(uintptr_t)fi->fh;
+	uint64_t ts;
 	size_t len;
 	int loaded;
 
@@ -3344,7 +3611,15 @@ static int reader_stat(struct fs *fs, struct fs_node *n, uint64_t ino, struct fu
 	pthread_mutex_unlock(&h->lock);
 	if (!loaded)
 		return 0;
-	fill_file(fs, ino, len, h->shown_ts, st);
+	/* a sealed inode's size is its sealed text's, for every reader */
+	ts = h->shown_ts;
+	pthread_mutex_lock(&fs->lock);
+	if (n->sealed) {   /* a sealed inode's size is its sealed text's, for every reader */
+		len = n->seal_len;
+		ts = n->seal_ts;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	fill_file(fs, ino, len, ts, st);
 	return 1;
 }
 
@@ -3356,6 +3631,7 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	int rc;
 
 	handle_used(h);
+	req_counted(fs, FS_REQ_READ);
 	if (node_stale(fs, h->node))
 		return reply_err(req, -ESTALE, "read", h->node);
 	pthread_mutex_lock(&h->lock);
@@ -3727,6 +4003,17 @@ out:
  * n->writers under that lock first); its own lock is only tried, since
  * handle.lock comes before fs.lock: a handle busy in a request is not fresh.
  */
+/* Does process pid hold a writer on n?  Under fs.lock. */
+static int writer_pid(const struct fs_node *n, pid_t pid)
+{
+	const struct fs_handle *h;
+
+	for (h = n->writers; h; h = h->next_w)
+		if (h->pid == pid)
+			return 1;
+	return 0;
+}
+
 static int truncate_opened(struct fs *fs, struct fs_node *n, pid_t pid)
 {
 	struct fs_handle *h;
@@ -3755,7 +4042,7 @@ static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	struct fs *fs = req_fs(req);
 	struct fs_node *n = fs_node_get(fs, ino);
 	struct stat st;
-	int rc = 0;
+	int rc = 0, sealed = 0;
 
 	if (!n || node_stale(fs, n))
 		return reply_err(req, -ESTALE, "setattr", NULL);
@@ -3765,6 +4052,24 @@ static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		return reply_err(req, -EROFS, "setattr", n);
 	if (fi)
 		handle_used((struct fs_handle *)(uintptr_t)fi->fh);
+	if (n->kind == FS_CELL) {
+		/* "Readers and the page cache" */
+		pthread_mutex_lock(&fs->lock);
+		if ((to_set & FUSE_SET_ATTR_SIZE) && unseal(fs, n, 1)) {
+			pthread_mutex_unlock(&fs->lock);
+			return reply_err(req, -ESTALE, "setattr", n);
+		}
+		/*
+		 * Its reply sets the size however late it lands, unless the
+		 * caller holds a writer on n (an open's O_TRUNC): that lands
+		 * before the caller's close, and sealing waits for the close.
+		 */
+		if (!fi && !writer_pid(n, request_pid))
+			n->touched = 1;
+		fs_node_writer_came(fs, n);
+		sealed = n->sealed;
+		pthread_mutex_unlock(&fs->lock);
+	}
 	if ((to_set & FUSE_SET_ATTR_SIZE) && attr->st_size == 0 && !fi && !is_dir_kind(n->kind)) {
 		if (truncate_opened(fs, n, request_pid)) {   /* an open's O_TRUNC */
 			rc = node_stat(fs, n, ino, &st);
@@ -3848,6 +4153,10 @@ static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 out:
 	if (rc < 0)
 		return reply_err(req, rc, "setattr", n);
+	if (sealed) {   /* the kernel sets the size from this reply: the sealed text's */
+		st.st_size = (off_t)n->seal_len;
+		st.st_blocks = (blkcnt_t)((n->seal_len + 511) / 512);
+	}
 	if ((to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW)) && n->kind == FS_CELL &&
 	    node_unborn(fs, n, NULL) && st.st_mtim.tv_sec == fs->start.tv_sec) {
 		if (to_set & FUSE_SET_ATTR_MTIME)
@@ -4358,6 +4667,9 @@ static void fs_init_conn(void *userdata, struct fuse_conn_info *conn)
 	if (conn->capable & FUSE_CAP_READDIRPLUS)
 		conn->want |= FUSE_CAP_READDIRPLUS;
 	conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;   /* writes reach flush in order */
+	/* a sealed node's first read asks for the size ("Readers and the page cache") */
+	if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)
+		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
 }
 
 const struct fuse_lowlevel_ops fs_ops = {
