@@ -1176,7 +1176,9 @@ static int wait_idle(struct kv_db *db)
 		int busy, err;
 
 		pthread_mutex_lock(&db->mu);
-		busy = db->compacting || db->manual || db_needs_compaction(db);
+		/* deletions and retired logs run with the mutex released: wait for them too */
+		busy = db->compacting || db->manual || db_needs_compaction(db) || db->deleting ||
+		       db->nretired;
 		for (size_t t = 0; t < db->ntrees; t++)
 			busy |= db->trees[t]->imm != NULL;
 		err = db->bg_error;
