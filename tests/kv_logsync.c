@@ -12,6 +12,12 @@
  *     every unsynced byte keeps the synced put and every write before it;
  *   - every unlink of a log held: once a thread waits in the unlink of an
  *     obsolete log, puts go on (the deletion runs without db->mu);
+ *   - the manifest append of a flush held (its edit on its way, db->mu
+ *     released), and every manifest append failing: a tree created meanwhile
+ *     waits for that edit, then its own edit fails and the creation fails
+ *     with EIO, leaving no tree (an edit is never counted as written because
+ *     another one was on its way, nor applied when its append failed); once
+ *     the fault is gone the tree is created and survives a reopen;
  *   - power cuts while the fsyncs of the retired logs have not happened
  *     (held), each unsynced page of every file kept, dropped or zeroed at
  *     random (seeded, as in kv_powercut): the database opens, holds every
@@ -27,6 +33,7 @@
 #include "testutil.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -107,6 +114,26 @@ static int count_logs(const char *dir, unsigned long *oldest)
 	return n;
 }
 
+/* The end of a test: nothing held any more, its environment and database gone. */
+static void env_done(struct kv_env *fe, char *dir)
+{
+	env_fault_release(fe);
+	env_fault_free(fe);
+	kv_destroy(dir, NULL);
+	free(dir);
+}
+
+/* How many of the writes from..to-1 db lacks; the first few are named. */
+static long missing_writes(struct kv_db *db, long from, long to)
+{
+	long lost = 0;
+
+	for (long i = from; i < to; i++)
+		if (test_write_check(db, i) != 0 && lost++ < 3)
+			diag("write %ld is missing", i);
+	return lost;
+}
+
 static void log_sink(void *arg, enum kv_log_level level, const char *msg)
 {
 	(void)arg; (void)level;
@@ -135,7 +162,7 @@ static void test_sync_held(void)
 	struct putter p, s;
 	struct kv_options o;
 	struct kv_db *db;
-	long lost = 0, before;
+	long lost, before;
 	unsigned long oldest;
 	char oldest_name[32];
 	int r, done, logs, early;
@@ -195,17 +222,12 @@ static void test_sync_held(void)
 	if (!is_int(r, 0, "sync held: after a power cut dropping every unsynced byte, the "
 		    "database opens"))
 		goto out;
-	for (long i = 0; i <= SWITCH_PUTS; i++)
-		if ((i < before || i == SWITCH_PUTS) && test_write_check(db, i) != 0 && lost++ < 3)
-			diag("write %ld is missing", i);
+	lost = missing_writes(db, 0, before) + missing_writes(db, SWITCH_PUTS, SWITCH_PUTS + 1);
 	is_int((int)lost, 0, "sync held: it holds the synced put and the %ld writes acknowledged "
 	       "before it", before);
 	kv_close(db);
 out:
-	env_fault_release(fe);
-	env_fault_free(fe);
-	kv_destroy(dir, NULL);
-	free(dir);
+	env_done(fe, dir);
 }
 
 static void test_unlink_held(void)
@@ -240,10 +262,95 @@ static void test_unlink_held(void)
 	pthread_join(p.thread, NULL);
 	is_int(kv_close(db), 0, "unlink held: close once released");
 out:
+	env_done(fe, dir);
+}
+
+struct opener {
+	struct kv_db *db;
+	const char *name;
+	int r;
+	int done;
+	pthread_t thread;
+};
+
+static void *open_main(void *arg)
+{
+	struct opener *op = arg;
+	struct kv_tree *t;
+
+	op->r = kv_tree_open(op->db, op->name, NULL, &t);
+	__atomic_store_n(&op->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* Wait up to ms for the opener to finish: 1 if it did. */
+static int open_wait(struct opener *op, long ms)
+{
+	for (long t = 0; t < ms && !__atomic_load_n(&op->done, __ATOMIC_ACQUIRE); t += 5)
+		usleep(5000);
+	return __atomic_load_n(&op->done, __ATOMIC_ACQUIRE);
+}
+
+static void test_manifest_held(void)
+{
+	struct kv_env *fe = env_fault_new(env_posix());
+	char *dir = xasprintf("%s/manifest", tmpdir);
+	struct opener op = { 0 };
+	struct kv_options o;
+	struct kv_tree *t;
+	struct kv_db *db;
+	int r, done, early;
+
+	options(&o, fe);
+	r = kv_open(dir, &o, &db);
+	if (!is_int(r, 0, "manifest held: open"))
+		goto out;
+	/* the flush's append waits for the release, then fails, as every later one does */
+	env_fault_hold(fe, ENV_OP_APPEND, "MANIFEST");
+	env_fault_inject(fe, ENV_OP_APPEND, 0, -1, -EIO, "MANIFEST");
+	for (long i = 0; i < 150 && r == 0; i++)
+		r = test_write_put(db, i, 0);
+	ok(r == 0 && held_wait(fe, 1, PATIENCE_MS), "manifest held: 150 puts (%s), and the "
+	   "flush of the first memtable waits in its manifest append", kv_strerror(r));
+
+	op.db = db;
+	op.name = "t1";
+	if (pthread_create(&op.thread, NULL, open_main, &op) != 0) {
+		perror("pthread_create");
+		exit(1);
+	}
+	early = open_wait(&op, 300);
+	ok(!early, "manifest held: creating a tree does not return while the flush's edit is "
+	   "on its way (%s)", early ? kv_strerror(op.r) : "waiting");
 	env_fault_release(fe);
-	env_fault_free(fe);
-	kv_destroy(dir, NULL);
-	free(dir);
+	done = open_wait(&op, PATIENCE_MS);
+	ok(done && op.r == -EIO, "manifest held: once released the flush's append fails, and "
+	   "so does the creation, with EIO (%s)", done ? kv_strerror(op.r) : "still waiting");
+	if (!done)
+		goto out_db;   /* a hang: the thread is left, the test has failed */
+	pthread_join(op.thread, NULL);
+	is_int(test_tree_listed(db, "t1"), 0, "manifest held: and there is no tree t1");
+
+	/* the flush may still be backing off: its error, EIO, until the retry */
+	env_fault_clear(fe);
+	r = -EIO;
+	for (long ms = 0; r == -EIO && ms < PATIENCE_MS; ms += 5) {
+		if ((r = kv_tree_open(db, "t1", NULL, &t)) == -EIO)
+			usleep(5000);
+	}
+	is_int(r, 0, "manifest held: the fault gone, the tree is created");
+out_db:
+	is_int(kv_close(db), 0, "manifest held: close");
+	if (!done)
+		goto out;
+	r = kv_open(dir, &o, &db);
+	if (!is_int(r, 0, "manifest held: reopen"))
+		goto out;
+	is_int(test_tree_listed(db, "t1"), 1, "manifest held: after a reopen the tree is there");
+	is_int((int)missing_writes(db, 0, 150), 0, "manifest held: and so is every put");
+	kv_close(db);
+out:
+	env_done(fe, dir);
 }
 
 /*
@@ -376,10 +483,11 @@ static void test_power_cuts(void)
 
 int main(void)
 {
-	plan(15);
+	plan(25);
 	make_tmpdir("kv_logsync");
 	test_sync_held();
 	test_unlink_held();
+	test_manifest_held();
 	test_power_cuts();
 	rm_rf(tmpdir);
 	return exit_status();

@@ -293,23 +293,6 @@ static int tables_same(const struct tables *a, const struct tables *b)
 	return 1;
 }
 
-/* Is name among the live trees?  1, 0, or -1 if kv_tree_list failed. */
-static int tree_listed(struct kv_db *db, const char *name)
-{
-	char **names = NULL;
-	size_t n = 0;
-	int found = 0;
-
-	if (kv_tree_list(db, &names, &n) != 0)
-		return -1;
-	for (size_t i = 0; i < n; i++) {
-		found |= strcmp(names[i], name) == 0;
-		free(names[i]);
-	}
-	free(names);
-	return found;
-}
-
 /* The live trees' names, sorted and joined with ','. */
 static char *tree_names(struct kv_db *db)
 {
@@ -1235,8 +1218,8 @@ static void test_drop(void)
 	pinned = kv_iter_new(db, &ro);
 	r = kv_tree_drop(db, gone);
 	is_int(r, 0, "kv_tree_drop");
-	is_int(tree_listed(db, "gone"), 0, "a dropped tree is not listed");
-	is_int(tree_listed(db, "keep"), 1, "the other tree still is");
+	is_int(test_tree_listed(db, "gone"), 0, "a dropped tree is not listed");
+	is_int(test_tree_listed(db, "keep"), 1, "the other tree still is");
 	c = 0;
 	for (kv_iter_seek_first(pinned); kv_iter_valid(pinned); kv_iter_next(pinned))
 		c++;
@@ -1297,8 +1280,8 @@ static void test_drop(void)
 
 	if (reopen(&db, dir, &o) < 0)
 		goto out;
-	is_int(tree_listed(db, "gone2"), 0, "the drop survives a reopen");
-	is_int(tree_listed(db, "gone"), 1, "the new tree of the same name does too");
+	is_int(test_tree_listed(db, "gone2"), 0, "the drop survives a reopen");
+	is_int(test_tree_listed(db, "gone"), 1, "the new tree of the same name does too");
 	missing = 0;
 	for (int i = 0; i < tg.n; i++)
 		missing += !file_exists(dir, tg.num[i], ".sst");
@@ -1418,7 +1401,7 @@ static void test_drop_after_error(void)
 	small_options(&o);
 	if (!is_int(kv_open(dir, &o, &db), 0, "drop after an error: reopen"))
 		goto out;
-	is_int(tree_listed(db, "t"), 1, "the tree whose drop failed is still there");
+	is_int(test_tree_listed(db, "t"), 1, "the tree whose drop failed is still there");
 	kv_tree_open(db, "t", NULL, &t);
 	is_int(count_keys(db, t, 0), res[0].acked, "with every acknowledged batch");
 out:
@@ -2092,7 +2075,7 @@ static void cr_trial(int n, uint64_t seed, struct cplan *p, int *stats)
 		goto out;
 	}
 	for (int t = 1; t < CR_TREES; t++)
-		if (p->tree_acked[t] && tree_listed(db, cr_tree_names[t]) != 1)
+		if (p->tree_acked[t] && test_tree_listed(db, cr_tree_names[t]) != 1)
 			listed_ok = 0;
 	ok(listed_ok, "cut trial %d: every tree whose creation returned is there", n);
 	if (cr_open_trees(db, tr, p) != CR_TREES) {
