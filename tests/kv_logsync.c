@@ -18,6 +18,12 @@
  *     with EIO, leaving no tree (an edit is never counted as written because
  *     another one was on its way, nor applied when its append failed); once
  *     the fault is gone the tree is created and survives a reopen;
+ *   - the manifest fsync of a tree's drop held (the drop on its way, db->mu
+ *     released, the tree not dropped yet), while the tree needs a compaction
+ *     and the compaction thread comes free: no compaction of the tree starts
+ *     (its result could not be recorded once the drop is applied, and that
+ *     error would stop the database); the drop succeeds and the database
+ *     goes on;
  *   - power cuts while the fsyncs of the retired logs have not happened
  *     (held), each unsynced page of every file kept, dropped or zeroed at
  *     random (seeded, as in kv_powercut): the database opens, holds every
@@ -353,6 +359,155 @@ out:
 	env_done(fe, dir);
 }
 
+struct dropper {
+	struct kv_db *db;
+	struct kv_tree *t;
+	int r;
+	int done;
+	pthread_t thread;
+};
+
+static void *drop_main(void *arg)
+{
+	struct dropper *d = arg;
+
+	d->r = kv_tree_drop(d->db, d->t);
+	__atomic_store_n(&d->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* Put n keys into tree t: 0 or the first error. */
+static int put_tree(struct kv_db *db, struct kv_tree *t, long from, long n)
+{
+	struct kv_batch *b = kv_batch_new();
+	int r = 0;
+
+	for (long i = from; i < from + n && r == 0; i++) {
+		struct test_write w;
+		test_write_make(i, &w);
+		kv_batch_clear(b);
+		kv_batch_put_tree(b, t, w.key, w.klen, w.value, w.vlen);
+		r = kv_write(db, b, 0);
+	}
+	kv_batch_free(b);
+	return r;
+}
+
+/* Tree name's level-0 files (kv_property "levels"), -1 if it is not listed. */
+static int l0_files(struct kv_db *db, const char *name)
+{
+	char *text = kv_property(db, "levels"), *p, head[80];
+	int n = -1;
+
+	snprintf(head, sizeof(head), "tree %s\n", name);
+	if (text && (p = strstr(text, head)) && (p = strchr(p + strlen(head), '\n')))
+		sscanf(p + 1, " 0 %d", &n);
+	free(text);
+	return n;
+}
+
+/* Wait up to ms until tree name has at least want level-0 files: 1 if it has. */
+static int l0_wait(struct kv_db *db, const char *name, int want, long ms)
+{
+	for (long t = 0; t < ms && l0_files(db, name) < want; t += 5)
+		usleep(5000);
+	return l0_files(db, name) >= want;
+}
+
+/* Wait up to ms until no memtable is being flushed: 1 once none is. */
+static int flushed_wait(struct kv_db *db, long ms)
+{
+	int idle = 0;
+
+	for (long t = 0; t <= ms && !idle; t += 5) {
+		char *text = kv_property(db, "stats");
+		idle = text && strstr(text, " in 0 being flushed") != NULL;
+		free(text);
+		if (!idle)
+			usleep(5000);
+	}
+	return idle;
+}
+
+static void test_drop_compaction(void)
+{
+	struct kv_env *fe = env_fault_new(env_posix());
+	char *dir = xasprintf("%s/drop", tmpdir);
+	struct dropper d = { 0 };
+	struct kv_tree *td, *te;
+	struct kv_options o;
+	struct kv_db *db;
+	int r, done, early;
+
+	options(&o, fe);
+	o.l0_compaction_trigger = 2;
+	r = kv_open(dir, &o, &db);
+	if (r == 0)
+		r = kv_tree_open(db, "d", NULL, &td);
+	if (r == 0)
+		r = kv_tree_open(db, "e", NULL, &te);
+	if (!is_int(r, 0, "drop: open, trees d and e"))
+		goto out;
+	/*
+	 * The compaction thread compacts e (two level-0 files), then waits in
+	 * the unlink of e's old tables with no compaction running; meanwhile d
+	 * gets two level-0 files of its own, so it needs a compaction too.
+	 */
+	env_fault_hold(fe, ENV_OP_UNLINK, ".sst");
+	r = put_tree(db, te, 0, 300);
+	ok(r == 0 && held_wait(fe, 1, PATIENCE_MS), "drop: e compacted, and the compaction "
+	   "thread waits in the unlink of its old tables (%s)", kv_strerror(r));
+	r = put_tree(db, td, 0, 300);
+	ok(r == 0 && l0_wait(db, "d", 2, PATIENCE_MS) && flushed_wait(db, PATIENCE_MS),
+	   "drop: d has level-0 files enough for a compaction, and no flush runs (%s)",
+	   kv_strerror(r));
+
+	/* the drop of d waits in its manifest fsync; the unlink stays held */
+	env_fault_hold(fe, ENV_OP_UNLINK | ENV_OP_SYNC, ".sst|MANIFEST");
+	d.db = db;
+	d.t = td;
+	if (pthread_create(&d.thread, NULL, drop_main, &d) != 0) {
+		perror("pthread_create");
+		exit(1);
+	}
+	ok(held_wait(fe, 2, PATIENCE_MS), "drop: the drop of d waits in its manifest fsync");
+	/*
+	 * The unlink goes on and the compaction thread comes free: a compaction
+	 * of d would wait in the fsync of its table.  As in test_sync_held, a
+	 * short bound shows what must not happen: a loaded machine can only hide
+	 * a compaction that starts, never invent one.
+	 */
+	env_fault_hold(fe, ENV_OP_SYNC, ".sst|MANIFEST");
+	for (long t = 0; t < PATIENCE_MS && env_fault_held(fe, NULL) > 1; t += 5)
+		usleep(5000);   /* the unlink wakes up */
+	early = held_wait(fe, 2, 1000);
+	ok(!early, "drop: no compaction of d starts while its drop is on its way (%ld calls "
+	   "held)", env_fault_held(fe, NULL));
+	env_fault_release(fe);
+	done = 0;
+	for (long t = 0; t < PATIENCE_MS && !done; t += 5) {
+		done = __atomic_load_n(&d.done, __ATOMIC_ACQUIRE);
+		if (!done)
+			usleep(5000);
+	}
+	ok(done && d.r == 0, "drop: once released the drop succeeds (%s)",
+	   done ? kv_strerror(d.r) : "still waiting");
+	if (!done)
+		goto out;   /* a hang: the thread is left, the test has failed */
+	pthread_join(d.thread, NULL);
+	/* the compaction's result is obsolete: no error of it may stop the database */
+	r = kv_flush(db);
+	if (r == 0)
+		r = put_tree(db, te, 300, 1);
+	is_int(r, 0, "drop: the database goes on: a flush and a put succeed after it");
+	is_int(kv_compact_range(db, NULL, 0, NULL, 0), 0, "drop: and so does a compaction of "
+	       "everything");
+	is_int(test_tree_listed(db, "d"), 0, "drop: d is dropped");
+	is_int(kv_close(db), 0, "drop: close");
+out:
+	env_done(fe, dir);
+}
+
 /*
  * One power cut.  Writes 0..synced-1 are made with every tenth (and the
  * last) synced; then every fsync of a log is held (first: only the fsyncs
@@ -483,11 +638,12 @@ static void test_power_cuts(void)
 
 int main(void)
 {
-	plan(25);
+	plan(35);
 	make_tmpdir("kv_logsync");
 	test_sync_held();
 	test_unlink_held();
 	test_manifest_held();
+	test_drop_compaction();
 	test_power_cuts();
 	rm_rf(tmpdir);
 	return exit_status();

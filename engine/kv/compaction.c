@@ -392,7 +392,7 @@ static struct kv_tree *neediest_tree(struct kv_db *db)
 
 	for (size_t i = 0; i < db->ntrees; i++) {
 		struct kv_tree *t = db->trees[i];
-		if (!t->dropped && t->vt->current->score >= 1 &&
+		if (!t->dropped && !t->dropping && t->vt->current->score >= 1 &&
 		    (!best || t->vt->current->score > best->vt->current->score))
 			best = t;
 	}
@@ -407,7 +407,7 @@ static struct compaction *pick_compaction(struct kv_db *db)
 	struct compaction *c;
 	struct version *v;
 
-	if (!t || t->dropped)
+	if (!t || t->dropped || t->dropping)
 		return NULL;
 	v = t->vt->current;
 	c = xcalloc(1, sizeof(*c));

@@ -2043,7 +2043,11 @@ int kv_tree_drop(struct kv_db *db, struct kv_tree *t)
 	edit_init(&e);
 	e.tree = t->id;
 	e.drop_tree = 1;
+	t->dropping = 1;
 	r = vs_log_and_apply(db->vs, &e);
+	t->dropping = 0;
+	if (r < 0)
+		pthread_cond_broadcast(&db->work_cv);   /* it may need the compaction it was spared */
 	edit_free(&e);
 	if (r == 0) {
 		/* its unflushed writes go too (we lead the writers: no one inserts now) */

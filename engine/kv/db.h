@@ -68,6 +68,12 @@ struct kv_tree {
 	int compression_level;
 	struct kv_compaction_filter *filter;
 	int dropped;
+	/*
+	 * Its drop is on its way to the manifest (kv_tree_drop, which releases
+	 * mu meanwhile): no compaction of it starts, since its result could not
+	 * be recorded once the drop is applied.
+	 */
+	int dropping;
 };
 
 /* A request from kv_compact_range, served by the compaction thread. */
