@@ -954,6 +954,32 @@ static int check_small(struct kv_db *db, struct kv_tree *t, int n)
 	return bad;
 }
 
+/* Wait until no flush or compaction is running or due (white-box); 1 if so. */
+static int wait_idle(struct kv_db *db)
+{
+	for (int i = 0; i < 10000; i++) {
+		int busy, err;
+
+		pthread_mutex_lock(&db->mu);
+		/* deletions and retired logs run with the mutex released: wait for them too */
+		busy = db->compacting || db->manual || db_needs_compaction(db) || db->deleting ||
+		       db->nretired;
+		for (size_t t = 0; t < db->ntrees; t++)
+			busy |= db->trees[t]->imm != NULL;
+		err = db->bg_error;
+		pthread_mutex_unlock(&db->mu);
+		if (err) {
+			diag("background error %d: %s", err, kv_strerror(err));
+			return 0;
+		}
+		if (!busy)
+			return 1;
+		usleep(2000);
+	}
+	diag("background work did not settle");
+	return 0;
+}
+
 static void test_logs(void)
 {
 	struct kv_options o;
@@ -981,6 +1007,8 @@ static void test_logs(void)
 	kv_get_stats(db, &st1);
 	ok(st1.flushes - st0.flushes >= 5, "big was flushed many times (%llu)",
 	   (unsigned long long)(st1.flushes - st0.flushes));
+	/* the log thread closes retired logs and deletions run in the background */
+	wait_idle(db);
 	nl = log_numbers(dir, logs, 4096);
 	ok(nl >= 1 && nl <= 3, "with only big written, old logs are deleted as it flushes "
 	   "(%d logs left; empty trees keep none)", nl);
@@ -1079,6 +1107,7 @@ static void test_logs(void)
 	is_int(kv_flush(db), 0, "kv_flush");
 	tree_tables(db, "small", &ts);
 	ok(ts.n >= 1, "small has a table now");
+	wait_idle(db);
 	is_int(count_files(dir, ".log"), 1, "once every tree is flushed only the active log remains");
 	is_int(check_small(db, small, nsmall), 0, "small's keys read from its table");
 
@@ -1092,6 +1121,7 @@ static void test_logs(void)
 		ok(nl > 3, "a tree with data in an old log keeps logs (%d)", nl);
 		is_int(kv_tree_drop(db, pin), 0, "drop it");
 		write_big(db, big, 0, 200);   /* a flush or two, for their deletions */
+		wait_idle(db);
 		nl = log_numbers(dir, logs, 4096);
 		ok(nl >= 1 && nl <= 3, "then its logs are deleted (%d left)", nl);
 	}
@@ -1150,32 +1180,6 @@ static int filled(struct kv_db *db, struct kv_tree *t, const char *tag, int n)
 		good = -1;
 	kv_iter_free(it);
 	return good;
-}
-
-/* Wait until no flush or compaction is running or due (white-box); 1 if so. */
-static int wait_idle(struct kv_db *db)
-{
-	for (int i = 0; i < 10000; i++) {
-		int busy, err;
-
-		pthread_mutex_lock(&db->mu);
-		/* deletions and retired logs run with the mutex released: wait for them too */
-		busy = db->compacting || db->manual || db_needs_compaction(db) || db->deleting ||
-		       db->nretired;
-		for (size_t t = 0; t < db->ntrees; t++)
-			busy |= db->trees[t]->imm != NULL;
-		err = db->bg_error;
-		pthread_mutex_unlock(&db->mu);
-		if (err) {
-			diag("background error %d: %s", err, kv_strerror(err));
-			return 0;
-		}
-		if (!busy)
-			return 1;
-		usleep(2000);
-	}
-	diag("background work did not settle");
-	return 0;
 }
 
 static void test_drop(void)
