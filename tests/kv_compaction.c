@@ -191,7 +191,9 @@ static int wait_idle(struct kv_db *db)
 		int busy, err;
 
 		pthread_mutex_lock(&db->mu);
-		busy = db->trees[0]->imm || db->compacting || db->manual || db_needs_compaction(db);
+		/* deletions and retired logs run with the mutex released: wait for them too */
+		busy = db->trees[0]->imm || db->compacting || db->manual || db_needs_compaction(db) ||
+		       db->deleting || db->nretired;
 		err = db->bg_error;
 		pthread_mutex_unlock(&db->mu);
 		if (err) {

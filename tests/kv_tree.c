@@ -293,23 +293,6 @@ static int tables_same(const struct tables *a, const struct tables *b)
 	return 1;
 }
 
-/* Is name among the live trees?  1, 0, or -1 if kv_tree_list failed. */
-static int tree_listed(struct kv_db *db, const char *name)
-{
-	char **names = NULL;
-	size_t n = 0;
-	int found = 0;
-
-	if (kv_tree_list(db, &names, &n) != 0)
-		return -1;
-	for (size_t i = 0; i < n; i++) {
-		found |= strcmp(names[i], name) == 0;
-		free(names[i]);
-	}
-	free(names);
-	return found;
-}
-
 /* The live trees' names, sorted and joined with ','. */
 static char *tree_names(struct kv_db *db)
 {
@@ -971,6 +954,32 @@ static int check_small(struct kv_db *db, struct kv_tree *t, int n)
 	return bad;
 }
 
+/* Wait until no flush or compaction is running or due (white-box); 1 if so. */
+static int wait_idle(struct kv_db *db)
+{
+	for (int i = 0; i < 10000; i++) {
+		int busy, err;
+
+		pthread_mutex_lock(&db->mu);
+		/* deletions and retired logs run with the mutex released: wait for them too */
+		busy = db->compacting || db->manual || db_needs_compaction(db) || db->deleting ||
+		       db->nretired;
+		for (size_t t = 0; t < db->ntrees; t++)
+			busy |= db->trees[t]->imm != NULL;
+		err = db->bg_error;
+		pthread_mutex_unlock(&db->mu);
+		if (err) {
+			diag("background error %d: %s", err, kv_strerror(err));
+			return 0;
+		}
+		if (!busy)
+			return 1;
+		usleep(2000);
+	}
+	diag("background work did not settle");
+	return 0;
+}
+
 static void test_logs(void)
 {
 	struct kv_options o;
@@ -998,6 +1007,8 @@ static void test_logs(void)
 	kv_get_stats(db, &st1);
 	ok(st1.flushes - st0.flushes >= 5, "big was flushed many times (%llu)",
 	   (unsigned long long)(st1.flushes - st0.flushes));
+	/* the log thread closes retired logs and deletions run in the background */
+	wait_idle(db);
 	nl = log_numbers(dir, logs, 4096);
 	ok(nl >= 1 && nl <= 3, "with only big written, old logs are deleted as it flushes "
 	   "(%d logs left; empty trees keep none)", nl);
@@ -1096,6 +1107,7 @@ static void test_logs(void)
 	is_int(kv_flush(db), 0, "kv_flush");
 	tree_tables(db, "small", &ts);
 	ok(ts.n >= 1, "small has a table now");
+	wait_idle(db);
 	is_int(count_files(dir, ".log"), 1, "once every tree is flushed only the active log remains");
 	is_int(check_small(db, small, nsmall), 0, "small's keys read from its table");
 
@@ -1109,6 +1121,7 @@ static void test_logs(void)
 		ok(nl > 3, "a tree with data in an old log keeps logs (%d)", nl);
 		is_int(kv_tree_drop(db, pin), 0, "drop it");
 		write_big(db, big, 0, 200);   /* a flush or two, for their deletions */
+		wait_idle(db);
 		nl = log_numbers(dir, logs, 4096);
 		ok(nl >= 1 && nl <= 3, "then its logs are deleted (%d left)", nl);
 	}
@@ -1169,30 +1182,6 @@ static int filled(struct kv_db *db, struct kv_tree *t, const char *tag, int n)
 	return good;
 }
 
-/* Wait until no flush or compaction is running or due (white-box); 1 if so. */
-static int wait_idle(struct kv_db *db)
-{
-	for (int i = 0; i < 10000; i++) {
-		int busy, err;
-
-		pthread_mutex_lock(&db->mu);
-		busy = db->compacting || db->manual || db_needs_compaction(db);
-		for (size_t t = 0; t < db->ntrees; t++)
-			busy |= db->trees[t]->imm != NULL;
-		err = db->bg_error;
-		pthread_mutex_unlock(&db->mu);
-		if (err) {
-			diag("background error %d: %s", err, kv_strerror(err));
-			return 0;
-		}
-		if (!busy)
-			return 1;
-		usleep(2000);
-	}
-	diag("background work did not settle");
-	return 0;
-}
-
 static void test_drop(void)
 {
 	struct kv_options o;
@@ -1233,8 +1222,8 @@ static void test_drop(void)
 	pinned = kv_iter_new(db, &ro);
 	r = kv_tree_drop(db, gone);
 	is_int(r, 0, "kv_tree_drop");
-	is_int(tree_listed(db, "gone"), 0, "a dropped tree is not listed");
-	is_int(tree_listed(db, "keep"), 1, "the other tree still is");
+	is_int(test_tree_listed(db, "gone"), 0, "a dropped tree is not listed");
+	is_int(test_tree_listed(db, "keep"), 1, "the other tree still is");
 	c = 0;
 	for (kv_iter_seek_first(pinned); kv_iter_valid(pinned); kv_iter_next(pinned))
 		c++;
@@ -1295,8 +1284,8 @@ static void test_drop(void)
 
 	if (reopen(&db, dir, &o) < 0)
 		goto out;
-	is_int(tree_listed(db, "gone2"), 0, "the drop survives a reopen");
-	is_int(tree_listed(db, "gone"), 1, "the new tree of the same name does too");
+	is_int(test_tree_listed(db, "gone2"), 0, "the drop survives a reopen");
+	is_int(test_tree_listed(db, "gone"), 1, "the new tree of the same name does too");
 	missing = 0;
 	for (int i = 0; i < tg.n; i++)
 		missing += !file_exists(dir, tg.num[i], ".sst");
@@ -1416,7 +1405,7 @@ static void test_drop_after_error(void)
 	small_options(&o);
 	if (!is_int(kv_open(dir, &o, &db), 0, "drop after an error: reopen"))
 		goto out;
-	is_int(tree_listed(db, "t"), 1, "the tree whose drop failed is still there");
+	is_int(test_tree_listed(db, "t"), 1, "the tree whose drop failed is still there");
 	kv_tree_open(db, "t", NULL, &t);
 	is_int(count_keys(db, t, 0), res[0].acked, "with every acknowledged batch");
 out:
@@ -2090,7 +2079,7 @@ static void cr_trial(int n, uint64_t seed, struct cplan *p, int *stats)
 		goto out;
 	}
 	for (int t = 1; t < CR_TREES; t++)
-		if (p->tree_acked[t] && tree_listed(db, cr_tree_names[t]) != 1)
+		if (p->tree_acked[t] && test_tree_listed(db, cr_tree_names[t]) != 1)
 			listed_ok = 0;
 	ok(listed_ok, "cut trial %d: every tree whose creation returned is there", n);
 	if (cr_open_trees(db, tr, p) != CR_TREES) {

@@ -118,6 +118,24 @@ static int test_write_check(struct kv_db *db, long i)
 	free(got);
 	return r;
 }
+
+/* Is name among db's live trees?  1, 0, or -1 if kv_tree_list failed. */
+__attribute__((unused))
+static int test_tree_listed(struct kv_db *db, const char *name)
+{
+	char **names = NULL;
+	size_t n = 0;
+	int found = 0;
+
+	if (kv_tree_list(db, &names, &n) != 0)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		found |= strcmp(names[i], name) == 0;
+		free(names[i]);
+	}
+	free(names);
+	return found;
+}
 #endif
 
 /*

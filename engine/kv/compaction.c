@@ -53,58 +53,111 @@ static char *sst_path(struct kv_db *db, uint64_t number)
 	return fname_sst(db->dir, number);
 }
 
-/* REQUIRES mu held.  Deletes tables no live version names, logs already flushed, old manifests. */
-void db_delete_obsolete_files(struct kv_db *db)
-{
-	char **names;
-	size_t n, nlive;
+/*
+ * What may be deleted, taken under mu: the live tables, the tables being
+ * written, the oldest log any tree needs, the current manifest, the retired
+ * logs the log thread still holds open, and the next file number.  A file
+ * numbered from next_file on did not exist when this was taken (numbers are
+ * never reused), so a file created while the directory is listed without
+ * the lock is always kept.
+ */
+struct keep_set {
 	uint64_t *live;
+	size_t nlive;
+	uint64_t min_log, wal_number, manifest_number, next_file;
+};
 
-	if (db->opt.read_only || db->bg_error || env_list_dir(db->env, db->dir, &names, &n) < 0)
-		return;   /* a read-only open deletes nothing */
-	live = vs_live_files(db->vs, &nlive);
+/* REQUIRES mu held. */
+static void keep_set_take(struct kv_db *db, struct keep_set *k)
+{
+	size_t n;
+
+	k->live = vs_live_files(db->vs, &k->nlive);
+	n = k->nlive + db->npending + db->nretired;
+	k->live = xrealloc(k->live, (n ? n : 1) * sizeof(*k->live));
+	for (size_t j = 0; j < db->npending; j++)
+		k->live[k->nlive++] = db->pending_outputs[j];
+	/* a retired log goes once the log thread has closed it: the next pass */
+	for (size_t j = 0; j < db->nretired; j++)
+		k->live[k->nlive++] = db->retired[j].number;
 	/*
 	 * A log is needed while some tree has writes in it that are not in a
 	 * table: from that tree's log number on, unless its memtables are empty
 	 * (then it has nothing in any log before the active one).
 	 */
-	uint64_t min_log = db->wal_number;
+	k->wal_number = db->wal_number;
+	k->min_log = db->wal_number;
 	for (size_t i = 0; i < db->ntrees; i++) {
 		struct kv_tree *t = db->trees[i];
 		if (t->dropped || (!t->imm && mem_entries(t->mem) + mem_range_dels(t->mem) == 0))
 			continue;
-		if (t->vt->log_number < min_log)
-			min_log = t->vt->log_number;
+		if (t->vt->log_number < k->min_log)
+			k->min_log = t->vt->log_number;
 	}
-	for (size_t i = 0; i < n; i++) {
-		const char *name = names[i];
-		uint64_t num;
-		enum fname_kind kind = fname_parse(name, &num);
-		int keep = 1, is_sst = 0;
+	k->manifest_number = db->vs->manifest_number;
+	k->next_file = db->vs->next_file;
+}
 
-		if (kind == FNAME_LOG) {
-			keep = num >= min_log || num == db->wal_number;
-		} else if (kind == FNAME_SST) {
-			is_sst = 1;
-			keep = 0;
-			for (size_t j = 0; j < nlive && !keep; j++)
-				keep = live[j] == num;
-			for (size_t j = 0; j < db->npending && !keep; j++)
-				keep = db->pending_outputs[j] == num;
-		} else if (kind == FNAME_MANIFEST) {
-			keep = num >= db->vs->manifest_number;
+static int keep_file(const struct keep_set *k, enum fname_kind kind, uint64_t num)
+{
+	if (kind != FNAME_LOG && kind != FNAME_SST && kind != FNAME_MANIFEST)
+		return 1;
+	if (num >= k->next_file)
+		return 1;
+	for (size_t j = 0; j < k->nlive; j++)
+		if (k->live[j] == num)
+			return 1;
+	if (kind == FNAME_LOG)
+		return num >= k->min_log || num == k->wal_number;
+	if (kind == FNAME_MANIFEST)
+		return num >= k->manifest_number;
+	return 0;   /* a table no version names */
+}
+
+/* One pass, with mu released for the I/O.  REQUIRES mu held. */
+static void delete_pass(struct kv_db *db)
+{
+	struct keep_set k;
+	char **names;
+	size_t n;
+
+	keep_set_take(db, &k);
+	pthread_mutex_unlock(&db->mu);
+	if (env_list_dir(db->env, db->dir, &names, &n) == 0) {
+		for (size_t i = 0; i < n; i++) {
+			uint64_t num;
+			enum fname_kind kind = fname_parse(names[i], &num);
+
+			if (keep_file(&k, kind, num))
+				continue;
+			char *p = xasprintf("%s/%s", db->dir, names[i]);
+			if (kind == FNAME_SST)
+				tcache_evict(db->tc, num);   /* the cache has its own lock */
+			if (env_unlink(db->env, p) == 0)
+				db_log(db, KV_LOG_DEBUG, "deleted %s", names[i]);
+			free(p);
 		}
-		if (keep)
-			continue;
-		char *p = xasprintf("%s/%s", db->dir, name);
-		if (is_sst)
-			tcache_evict(db->tc, num);
-		if (env_unlink(db->env, p) == 0)
-			db_log(db, KV_LOG_DEBUG, "deleted %s", name);
-		free(p);
+		env_free_list(names, n);
 	}
-	free(live);
-	env_free_list(names, n);
+	free(k.live);
+	pthread_mutex_lock(&db->mu);
+}
+
+void db_delete_obsolete_files(struct kv_db *db)
+{
+	if (db->opt.read_only || db->bg_error)
+		return;   /* a read-only open deletes nothing */
+	if (db->deleting) {
+		db->delete_again = 1;
+		return;
+	}
+	db->deleting = 1;
+	do {
+		db->delete_again = 0;
+		delete_pass(db);
+	} while (db->delete_again && !db->bg_error);
+	db->deleting = 0;
+	pthread_cond_broadcast(&db->bg_cv);
 }
 
 /* Sync and close a finished output; on any failure remove it. */
@@ -339,7 +392,7 @@ static struct kv_tree *neediest_tree(struct kv_db *db)
 
 	for (size_t i = 0; i < db->ntrees; i++) {
 		struct kv_tree *t = db->trees[i];
-		if (!t->dropped && t->vt->current->score >= 1 &&
+		if (!t->dropped && !t->dropping && t->vt->current->score >= 1 &&
 		    (!best || t->vt->current->score > best->vt->current->score))
 			best = t;
 	}
@@ -354,7 +407,7 @@ static struct compaction *pick_compaction(struct kv_db *db)
 	struct compaction *c;
 	struct version *v;
 
-	if (!t || t->dropped)
+	if (!t || t->dropped || t->dropping)
 		return NULL;
 	v = t->vt->current;
 	c = xcalloc(1, sizeof(*c));

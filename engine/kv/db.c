@@ -339,21 +339,36 @@ static int flush_recovered(struct kv_db *db, int only_full)
 	return 0;
 }
 
+/* How the replay of one log ended (replay_log). */
+struct log_replay {
+	uint64_t end;          /* offset just past its last good record */
+	uint64_t last_seq;     /* of its last record replayed; 0 if none was */
+	int gap;               /* its first record does not follow the log before: not replayed */
+	int lost;              /* it ends in power-cut damage or a record cut short */
+};
+
 /*
  * Replay one log into the trees' memtables, flushing to level 0 when one
- * fills; *end is set to the offset just past its last good record.
+ * fills; *lr tells how it ended.
  *
- * A log may end in bytes never synced, which a power cut leaves as the page
- * cache's writeback did or did not write them (whole pages of zeros or of
- * stale data between records that reached the disk).  That holds for the
- * last log (last != 0) and for a failed log (fl, recorded in the manifest
- * before any later log was started): there the first damaged record ends
- * the log, and what follows is dropped and logged.  Every other log was
- * synced before the next was started (switch_log), so damage in one is
- * corruption.  REQUIRES mu held; nothing else runs yet.
+ * Any log may end in bytes never synced, which a power cut leaves as the
+ * page cache's writeback did or did not write them (whole pages of zeros or
+ * of stale data between records that reached the disk): the last log, a
+ * failed log, and since memtable switches sync the old log in the
+ * background (switch_log), every other log too.  So every log is read with
+ * the stop-at-damage rule (wal.h): the first record damaged as a power cut
+ * damages ends the log there, what follows is dropped and logged, and
+ * lr->lost is set.  Damage with an intact record right after it (a flipped
+ * byte) is still corruption: a power cut does not leave that.
+ *
+ * expect (0: anything) is the sequence the log's first record must carry:
+ * one past the last record of the log before.  A log cut at a record
+ * boundary (its unsynced pages dropped or zeroed) looks whole on its own;
+ * the next log's first record then starts later than expected, and that
+ * log is not replayed (lr->gap).  REQUIRES mu held; nothing else runs yet.
  */
-static int replay_log(struct kv_db *db, uint64_t number, int last, const struct failed_log *fl,
-		      uint64_t *max_seq, uint64_t *end)
+static int replay_log(struct kv_db *db, uint64_t number, uint64_t expect, int last,
+		      const struct failed_log *fl, uint64_t *max_seq, struct log_replay *lr)
 {
 	char *path = log_path(db, number);
 	struct replay rp = { db, number };
@@ -364,13 +379,12 @@ static int replay_log(struct kv_db *db, uint64_t number, int last, const struct 
 	uint32_t count;
 	int r;
 
-	*end = 0;
+	memset(lr, 0, sizeof(*lr));
 	if ((r = env_file_size(db->env, path, &size)) < 0 ||
 	    (r = env_open_read(db->env, path, &f)) < 0)
 		goto out;
 	rd = wal_reader_new(f, size, path);
-	if (last || fl)
-		wal_reader_stop_at_damage(rd, 1);
+	wal_reader_stop_at_damage(rd, 1);
 	while ((r = wal_read(rd, &rec)) > 0) {
 		if ((r = batch_check(rec, &count)) < 0) {
 			r = ERR_CORRUPT("%s: damaged batch in the record before offset %llu: %s", path,
@@ -378,22 +392,35 @@ static int replay_log(struct kv_db *db, uint64_t number, int last, const struct 
 			goto out;
 		}
 		uint64_t first = dec_fixed64(rec.data);
+		if (expect && !lr->last_seq && first != expect) {
+			lr->gap = 1;
+			db_log(db, KV_LOG_WARN, "%s: its first record has sequence %llu where %llu "
+			       "was expected: the log before lost its unsynced tail", path,
+			       (unsigned long long)first, (unsigned long long)expect);
+			r = 0;
+			goto out;
+		}
 		batch_apply(rec, count, replay_apply, &rp);
+		if (count)
+			lr->last_seq = first + count - 1;
 		if (count && first + count - 1 > *max_seq)
 			*max_seq = first + count - 1;
 		/* read-only: everything stays in memory, however large */
 		if (!db->opt.read_only && (r = flush_recovered(db, 1)) < 0)
 			goto out;
 	}
-	*end = wal_reader_offset(rd);
+	lr->end = wal_reader_offset(rd);
 	if (r == 0 && wal_reader_torn(rd, &torn_at) && wal_reader_damage(rd)) {
+		lr->lost = 1;
 		db_log(db, KV_LOG_WARN, "%s: damaged record at offset %llu (%s) in the unsynced "
 		       "tail of %s log: recovery stops there, dropping %llu bytes",
 		       path, (unsigned long long)torn_at, wal_reader_damage(rd),
-		       last ? "the last" : "a failed", (unsigned long long)(size - torn_at));
+		       last ? "the last" : fl ? "a failed" : "a",
+		       (unsigned long long)(size - torn_at));
 	} else if (r == 0 && wal_reader_torn(rd, &torn_at)) {
 		/* zeros alone are space reserved ahead for the log, not a write cut short */
 		int zeros = wal_reader_torn_zeros(rd);
+		lr->lost = !zeros;
 		db_log(db, zeros ? KV_LOG_DEBUG : KV_LOG_WARN,
 		       zeros ? "%s: ends in reserved space (zeros) at offset %llu"
 			     : "%s: torn tail at offset %llu (an unfinished write) ignored",
@@ -532,30 +559,53 @@ static int recover(struct kv_db *db)
 		last--;
 	}
 	size_t nreplayed = nlogs;
-	uint64_t end = 0, last_end = 0;
+	uint64_t end = 0, last_end = 0, expect = 0;
 	for (size_t i = 0; i < nlogs; i++) {
 		const struct failed_log *fl = vs_failed_log(db->vs, logs[i]);
-		r = replay_log(db, logs[i], i + 1 == last, fl, &max_seq, &end);
+		struct log_replay lr;
+		r = replay_log(db, logs[i], expect, i + 1 == last, fl, &max_seq, &lr);
 		if (r < 0)
 			goto out;
+		if (lr.gap) {
+			/* the log before lost writes: this one and the later ones go (below) */
+			nreplayed = i;
+			break;
+		}
+		end = lr.end;
 		if (i + 1 == last)
 			last_end = end;
-		if (fl && end < fl->acked) {
+		if (lr.last_seq)
+			expect = lr.last_seq + 1;
+		if (fl) {
 			/*
-			 * A failed log lost acknowledged writes to a power cut: they
-			 * were never synced, but the later logs may hold newer writes,
-			 * and keeping those would leave a hole in the history.  A
-			 * synced write after a log failure waits until that log's
-			 * writes are in tables (flush_failed_log), and then no tree
-			 * needs the log: so every write dropped here was unsynced,
-			 * and what remains is the state at a point in time.
+			 * A failed log's sequences after its last record were used
+			 * up by the group that failed: the next log starts later.
 			 */
+			expect = 0;
+		}
+		/*
+		 * A log that lost bytes to a power cut ends the history there:
+		 * the later logs can hold only unsynced writes (a synced write
+		 * waits until every older log is synced, sync_prepare; after a
+		 * log failure, until that log's writes are in tables,
+		 * flush_failed_log, and then no tree needs the log), and keeping
+		 * them would leave a hole in it.  What remains is the state at a
+		 * point in time.  A failed log lost bytes if it ends before the
+		 * bytes acknowledged in it; what follows them (the failed
+		 * group's records) may be torn without loss.  After the last
+		 * log that holds anything, only blank logs can follow: a cut
+		 * there drops nothing, except that a failed log cut short is
+		 * recorded as cut (below), as it always was.
+		 */
+		int lost = fl ? end < fl->acked : lr.lost;
+		if (lost && (fl || i + 1 < last)) {
 			nreplayed = i + 1;
-			db_log(db, KV_LOG_WARN, "log %06llu failed and a power cut then cut it at "
-			       "offset %llu, before the %llu bytes acknowledged: recovery stops "
-			       "there and drops the %zu later logs (unsynced writes only)",
-			       (unsigned long long)logs[i], (unsigned long long)end,
-			       (unsigned long long)fl->acked, nlogs - nreplayed);
+			db_log(db, KV_LOG_WARN, "log %06llu lost its unsynced tail to a power cut "
+			       "at offset %llu%s: recovery stops there and drops the %zu later "
+			       "logs (unsynced writes only)", (unsigned long long)logs[i],
+			       (unsigned long long)end,
+			       fl ? " (before the bytes acknowledged in it)" : "",
+			       nlogs - nreplayed);
 			break;
 		}
 	}
@@ -647,6 +697,7 @@ int kv_open(const char *dir, const struct kv_options *opt, struct kv_db **dbp)
 	pthread_mutex_init(&db->mu, NULL);
 	pthread_cond_init(&db->bg_cv, NULL);
 	pthread_cond_init(&db->work_cv, NULL);
+	pthread_cond_init(&db->log_cv, NULL);
 	db->snapshots.next = db->snapshots.prev = &db->snapshots;
 	db->group = kv_batch_new();
 
@@ -680,6 +731,7 @@ int kv_open(const char *dir, const struct kv_options *opt, struct kv_db **dbp)
 			    &db->stats.bytes_read_sst);
 	tcache_set_no_map(db->tc, db->opt.read_tables_with_pread);
 	db->vs = vs_new(dir, db->env, &db->opt, db->tc);
+	db->vs->mu = &db->mu;   /* released while an edit is synced (vs_log_and_apply) */
 
 	pthread_mutex_lock(&db->mu);
 	r = recover(db);
@@ -696,7 +748,8 @@ int kv_open(const char *dir, const struct kv_options *opt, struct kv_db **dbp)
 	}
 
 	if (pthread_create(&db->flush_thread, NULL, db_flush_main, db) != 0 ||
-	    pthread_create(&db->compact_thread, NULL, db_compact_main, db) != 0) {
+	    pthread_create(&db->compact_thread, NULL, db_compact_main, db) != 0 ||
+	    pthread_create(&db->log_thread, NULL, db_log_main, db) != 0) {
 		r = ERR_SET(-EAGAIN, "%s: cannot start background threads", dir);
 		goto fail;  /* kv_close below joins what started */
 	}
@@ -733,11 +786,16 @@ int kv_close(struct kv_db *db)
 	pthread_mutex_lock(&db->mu);
 	__atomic_store_n(&db->shutting_down, 1, __ATOMIC_RELAXED);  /* read unlocked by compactions */
 	pthread_cond_broadcast(&db->work_cv);
+	pthread_cond_broadcast(&db->log_cv);
 	pthread_mutex_unlock(&db->mu);
 	if (db->threads_started) {
 		pthread_join(db->flush_thread, NULL);
 		pthread_join(db->compact_thread, NULL);
+		pthread_join(db->log_thread, NULL);
 	}
+	for (size_t i = 0; i < db->nretired; i++)   /* none if the log thread ran */
+		wal_writer_free(db->retired[i].w);
+	free(db->retired);
 	r = db->bg_error ? db->bg_error : rf;
 	if (db->wal) {
 		int rw = wal_writer_free(db->wal);
@@ -760,6 +818,7 @@ int kv_close(struct kv_db *db)
 	free(db->pending_outputs);
 	pthread_cond_destroy(&db->bg_cv);
 	pthread_cond_destroy(&db->work_cv);
+	pthread_cond_destroy(&db->log_cv);
 	pthread_mutex_destroy(&db->mu);
 	free(db->dir);
 	free(db);
@@ -793,27 +852,31 @@ static int record_failed_log(struct kv_db *db)
 }
 
 /*
- * Start a new log and make it the one written.  The old one is synced first,
- * so a later synced write never survives a power cut that an earlier write
- * in the old log did not; unless it is broken (a failed append or fsync),
- * when nothing more can be done for it: its records stay for replay, the
- * manifest records it as failed (record_failed_log), and a record cut short
- * at its end reads as a torn tail.  On failure nothing changes and the next
- * write tries again.  REQUIRES mu held; the caller leads the writers.
+ * Start a new log and make it the one written.  The old one is handed to
+ * the log thread (db_log_main), which syncs and closes it and then syncs
+ * the directory, so the writer that fills a memtable waits for none of it:
+ * a log of a 64 MiB memtable takes tens of milliseconds to sync, which the
+ * caller of an unsynced write did not ask for.  What keeps the history
+ * whole is the rule of sync_prepare: a synced write first waits until every
+ * retired log is synced, so it never survives a power cut that an older
+ * write did not; and recovery stops at the first log that lost bytes to a
+ * power cut, dropping the later ones, which can then only hold unsynced
+ * writes (recover).  A broken log (a failed append or fsync) is never synced
+ * again: its records stay for replay, the manifest records it as failed
+ * (record_failed_log) before the new log exists, and a record cut short at
+ * its end reads as a torn tail.  The new log is opened with mu released
+ * (the caller leads the writers, so nobody else switches or appends).  On
+ * failure nothing changes and the next write tries again.  REQUIRES mu held;
+ * the caller leads the writers.
  */
 static int switch_log(struct kv_db *db)
 {
+	struct retired_log *rl;
 	uint64_t number;
 	struct env_file *f;
 	char *path;
 	int r;
 
-	if (!db->wal_broken && (r = wal_sync(db->wal)) < 0) {
-		db->wal_broken = 1;
-		db->log_lost = 1;
-		db->failed_log = db->wal_number;
-		return r;
-	}
 	if (db->wal_broken) {
 		db->failed_log = db->wal_number;   /* see flush_failed_log */
 		if ((r = record_failed_log(db)) < 0)
@@ -821,30 +884,96 @@ static int switch_log(struct kv_db *db)
 	}
 	number = vs_new_file_number(db->vs);
 	path = log_path(db, number);
+	pthread_mutex_unlock(&db->mu);
 	r = env_open_log(db->env, path, &f);
-	if (r == 0) {
-		r = env_sync_dir(db->env, db->dir);
-		if (r < 0)
-			env_close(f);
-	}
+	pthread_mutex_lock(&db->mu);
 	free(path);
 	if (r < 0)
 		return r;
-	{
-		/* synced above: a failed close can only leave its reserved tail of
-		 * zeros, which replay takes for the end of the log */
-		int rc = wal_writer_free(db->wal);
-		if (rc < 0 && !db->wal_broken)
-			db_log(db, KV_LOG_WARN, "closing log %06llu: %s",
-			       (unsigned long long)db->wal_number, kv_strerror(rc));
+	if (db->nretired == db->retired_cap) {
+		db->retired_cap = db->retired_cap ? db->retired_cap * 2 : 4;
+		db->retired = xrealloc(db->retired, db->retired_cap * sizeof(*db->retired));
 	}
+	rl = &db->retired[db->nretired++];
+	rl->number = db->wal_number;
+	rl->w = db->wal;
+	rl->broken = db->wal_broken;
 	if (db->wal_broken)
 		db_log(db, KV_LOG_INFO, "writes go on in log %06llu after log %06llu failed",
 		       (unsigned long long)number, (unsigned long long)db->wal_number);
 	db->wal = wal_writer_new(f);
 	db->wal_number = number;
 	db->wal_broken = 0;
+	pthread_cond_signal(&db->log_cv);
 	return 0;
+}
+
+/*
+ * Sync and close one retired log, then sync the directory (the names of the
+ * logs started since the last directory sync).  Called without mu.  Returns
+ * the sync's error; *dir_err gets the directory sync's.
+ */
+static int retire_log(struct kv_db *db, const struct retired_log *rl, int *dir_err)
+{
+	int r = rl->broken ? 0 : wal_sync(rl->w), rc;
+
+	if (r < 0)
+		db_log(db, KV_LOG_WARN, "syncing retired log %06llu failed: %s; its writes are "
+		       "flushed to tables before the next synced write",
+		       (unsigned long long)rl->number, kv_strerror(r));
+	/* synced: a failed close can only leave its reserved tail of zeros,
+	 * which replay takes for the end of the log */
+	if ((rc = wal_writer_free(rl->w)) < 0 && r == 0 && !rl->broken)
+		db_log(db, KV_LOG_WARN, "closing log %06llu: %s", (unsigned long long)rl->number,
+		       kv_strerror(rc));
+	if ((*dir_err = env_sync_dir(db->env, db->dir)) < 0)
+		db_log(db, KV_LOG_WARN, "syncing the directory after retiring log %06llu "
+		       "failed: %s; the next synced write syncs it first",
+		       (unsigned long long)rl->number, kv_strerror(*dir_err));
+	return r;
+}
+
+/*
+ * The log thread: syncs and closes the logs that memtable switches retire,
+ * oldest first, and leaves only when none is left at shutdown.  A failed
+ * sync makes the log a failed log, as a failed append does (db->failed_log,
+ * log_lost): its unsynced writes may never reach the disk, so the next
+ * synced write first flushes them to tables (flush_failed_log), and the
+ * close does too.
+ */
+void *db_log_main(void *arg)
+{
+	struct kv_db *db = arg;
+
+	pthread_mutex_lock(&db->mu);
+	for (;;) {
+		struct retired_log rl;
+		int r, rd;
+
+		if (!db->nretired) {
+			if (db->shutting_down)
+				break;
+			pthread_cond_wait(&db->log_cv, &db->mu);
+			continue;
+		}
+		rl = db->retired[0];   /* stays listed (and waited for) until done */
+		pthread_mutex_unlock(&db->mu);
+		r = retire_log(db, &rl, &rd);
+		pthread_mutex_lock(&db->mu);
+		memmove(db->retired, db->retired + 1, (db->nretired - 1) * sizeof(*db->retired));
+		db->nretired--;
+		if (r < 0) {
+			if (rl.number > db->failed_log)
+				db->failed_log = rl.number;
+			db->log_lost = 1;
+		}
+		db->log_dir_stale = rd < 0;
+		pthread_cond_broadcast(&db->bg_cv);
+		/* a flush may have found it obsolete while it was still open here */
+		db_delete_obsolete_files(db);
+	}
+	pthread_mutex_unlock(&db->mu);
+	return NULL;
 }
 
 /*
@@ -997,6 +1126,43 @@ static int flush_failed_log(struct kv_db *db)
 	return 0;
 }
 
+/*
+ * Before a synced write (or kv_sync) goes on: every older log must be as
+ * durable as the synced write will be, or a power cut could keep it and
+ * lose an older acknowledged write, a hole where recovery promises a point
+ * in time (recover drops every log after one that lost bytes, and with them
+ * this write).  So: the writes of a failed log are flushed to tables
+ * (flush_failed_log); then the retired logs are waited for, which the log
+ * thread syncs in the background; a sync that failed there makes its log a
+ * failed log, and the loop flushes it in turn.  The flush switches logs, so
+ * it retires logs too; only this leader switches, so the wait ends.  Last,
+ * if the log thread's directory sync failed, the directory is synced here:
+ * the current log's name must be durable before a write in it is.
+ * REQUIRES mu held; the caller leads the writers.
+ */
+static int sync_prepare(struct kv_db *db)
+{
+	int r;
+
+	for (;;) {
+		if ((r = flush_failed_log(db)) < 0)
+			return r;
+		while (db->nretired)
+			pthread_cond_wait(&db->bg_cv, &db->mu);
+		if (!failed_log_pending(db))
+			break;
+	}
+	if (db->log_dir_stale) {
+		pthread_mutex_unlock(&db->mu);
+		r = env_sync_dir(db->env, db->dir);
+		pthread_mutex_lock(&db->mu);
+		if (r < 0)
+			return r;
+		db->log_dir_stale = 0;
+	}
+	return 0;
+}
+
 static int apply_to_mem(void *arg, uint64_t seq, uint32_t tree, int type, struct slice key,
 			struct slice value)
 {
@@ -1049,9 +1215,9 @@ static void lead_leave(struct kv_db *db, struct writer *w)
 /*
  * An empty batch with KV_SYNC: make every write committed so far durable.
  * Holding the write lead, no group is being appended and the log cannot be
- * switched, so syncing the current log covers everything committed (a log
- * is synced before it is retired; a failed one is replaced and its writes
- * flushed first, flush_failed_log).  Called without mu.
+ * switched, so syncing the current log covers everything committed once the
+ * retired logs are synced and a failed one's writes flushed (sync_prepare).
+ * Called without mu.
  */
 static int sync_committed(struct kv_db *db)
 {
@@ -1062,8 +1228,10 @@ static int sync_committed(struct kv_db *db)
 	lead_enter(db, &w);
 	r = db_bg_check(db);
 	/* a broken log is never synced again: a new one, and its writes flushed */
-	if (r == 0 && (db->wal_broken || db->failed_log) && (r = make_room(db, 0)) == 0)
-		r = flush_failed_log(db);
+	if (r == 0 && (db->wal_broken || db->failed_log))
+		r = make_room(db, 0);
+	if (r == 0)
+		r = sync_prepare(db);
 	pthread_mutex_unlock(&db->mu);
 	if (r == 0 && (r = wal_sync(db->wal)) < 0)
 		failed = 1;
@@ -1089,6 +1257,9 @@ static int close_failed_log(struct kv_db *db)
 	int r = 0;
 
 	pthread_mutex_lock(&db->mu);
+	/* a retired log whose sync fails becomes a failed log: know it first */
+	while (db->nretired)
+		pthread_cond_wait(&db->bg_cv, &db->mu);
 	if (db->log_lost && (db->failed_log || db->wal_broken)) {
 		lead_enter(db, &w);
 		r = make_room(db, 0);
@@ -1136,7 +1307,7 @@ int kv_write(struct kv_db *db, const struct kv_batch *b, unsigned flags)
 	/* the leader: room, then gather followers into one log append */
 	r = make_room(db, 0);
 	if (r == 0 && w.sync)
-		r = flush_failed_log(db);
+		r = sync_prepare(db);
 	seq = db_last_seq(db);
 	last = &w;
 	sync = w.sync;
@@ -1416,6 +1587,16 @@ static int any_imm(struct kv_db *db)
 	return 0;
 }
 
+/*
+ * Until no deletion pass runs: the files a flush or compaction made obsolete
+ * are gone when kv_flush and kv_compact_range return.  REQUIRES mu held.
+ */
+static void wait_deletions(struct kv_db *db)
+{
+	while (db->deleting)
+		pthread_cond_wait(&db->bg_cv, &db->mu);
+}
+
 int kv_flush(struct kv_db *db)
 {
 	API_ENTRY();
@@ -1435,6 +1616,7 @@ int kv_flush(struct kv_db *db)
 	}
 	if (r == 0 && db->bg_error)
 		r = ERR_SET(db->bg_error, "%s", db->bg_error_msg);
+	wait_deletions(db);
 	pthread_mutex_unlock(&db->mu);
 	return r;
 }
@@ -1501,6 +1683,7 @@ int kv_compact_range_tree(struct kv_db *db, struct kv_tree *tree, const void *st
 			r = m.done ? m.status : ERR_SET(db->bg_error, "%s", db->bg_error_msg);
 		}
 	}
+	wait_deletions(db);
 	pthread_mutex_unlock(&db->mu);
 	buf_free(&m.lo);
 	buf_free(&m.hi);
@@ -1743,7 +1926,8 @@ int kv_verify(struct kv_db *db, void (*report)(void *arg, const char *file, uint
 		pthread_mutex_unlock(&db->mu);
 	}
 	pthread_mutex_lock(&db->mu);
-	/* the manifest is appended to under the mutex: read it while no edit can land */
+	/* read the manifest while no edit can land: none on its way, and none starts */
+	vs_wait_idle(db->vs);
 	c.file = NULL;
 	if (vs_check_manifest(db->vs, report_manifest, &c) < 0 && c.problems == 0)
 		c.problems++;
@@ -1859,7 +2043,11 @@ int kv_tree_drop(struct kv_db *db, struct kv_tree *t)
 	edit_init(&e);
 	e.tree = t->id;
 	e.drop_tree = 1;
+	t->dropping = 1;
 	r = vs_log_and_apply(db->vs, &e);
+	t->dropping = 0;
+	if (r < 0)
+		pthread_cond_broadcast(&db->work_cv);   /* it may need the compaction it was spared */
 	edit_free(&e);
 	if (r == 0) {
 		/* its unflushed writes go too (we lead the writers: no one inserts now) */

@@ -8,6 +8,14 @@
  * writer; readers are lock-free, see memtable.h) and publishes the new last
  * sequence with a release store, so a reader that loads it with acquire sees
  * every entry up to it.
+ *
+ * Every writer and reader takes db->mu briefly, so no file I/O that takes
+ * milliseconds is done with it held on a path a writer waits on: the leader
+ * opens a new log with it released (switch_log), the log thread syncs and
+ * closes retired logs (db_log_main), deletions list and unlink without it
+ * (db_delete_obsolete_files), and a manifest edit is fdatasynced without it
+ * (vs_log_and_apply).  Work that holds the writer lead may release mu: the
+ * lead, not the mutex, is what keeps other writers out.
  */
 #ifndef SMOLFS_DB_H
 #define SMOLFS_DB_H
@@ -31,6 +39,17 @@ struct writer {
 	struct writer *next;
 };
 
+/*
+ * A log a memtable switch retired: the log thread syncs it (unless it failed
+ * already: broken), closes it and syncs the directory, which makes the name
+ * of the log started after it durable (db_log_main).
+ */
+struct retired_log {
+	uint64_t number;
+	struct wal_writer *w;
+	int broken;
+};
+
 struct snapshot_node {
 	uint64_t seq;
 	struct snapshot_node *prev, *next;
@@ -49,6 +68,12 @@ struct kv_tree {
 	int compression_level;
 	struct kv_compaction_filter *filter;
 	int dropped;
+	/*
+	 * Its drop is on its way to the manifest (kv_tree_drop, which releases
+	 * mu meanwhile): no compaction of it starts, since its result could not
+	 * be recorded once the drop is applied.
+	 */
+	int dropping;
 };
 
 /* A request from kv_compact_range, served by the compaction thread. */
@@ -87,7 +112,21 @@ struct kv_db {
 	struct kv_batch *group;        /* scratch for group commit (leader only) */
 	struct snapshot_node snapshots; /* list head; oldest first */
 
-	pthread_t flush_thread, compact_thread;
+	/*
+	 * Logs retired by memtable switches and not yet synced and closed,
+	 * oldest first.  A synced write waits until this is empty (sync_prepare),
+	 * so it never outlives an older unsynced write.  bg_cv is signalled as
+	 * each one is done; log_cv wakes the log thread.
+	 */
+	struct retired_log *retired;
+	size_t nretired, retired_cap;
+	pthread_cond_t log_cv;
+	int log_dir_stale;             /* the log thread's directory sync failed: a synced
+					  write syncs the directory itself first */
+	int deleting;                  /* a db_delete_obsolete_files pass is running */
+	int delete_again;              /* and another was asked for meanwhile */
+
+	pthread_t flush_thread, compact_thread, log_thread;
 	int threads_started;
 	int shutting_down;
 	/*
@@ -144,6 +183,13 @@ void *db_compact_main(void *arg);
 /* Write a memtable to a new level-0 table of t; adds it to edit. REQUIRES mu held (released inside). */
 int db_write_level0(struct kv_db *db, struct kv_tree *t, struct memtable *m,
 		    struct version_edit *edit);
+/*
+ * Delete the tables no live version names, the logs no tree needs and the
+ * old manifests.  REQUIRES mu held; releases it for the file I/O (listing
+ * the directory, unlinking), so no writer waits for a deletion.  A call
+ * while another thread's pass runs makes that pass go round once more
+ * instead.  bg_cv is signalled when a pass ends.
+ */
 void db_delete_obsolete_files(struct kv_db *db);
 uint64_t db_oldest_snapshot(struct kv_db *db);
 void db_pending_add(struct kv_db *db, uint64_t number);
@@ -151,6 +197,8 @@ void db_pending_remove(struct kv_db *db, uint64_t number);
 int db_needs_compaction(struct kv_db *db);
 
 /* db.c */
+/* The log thread: syncs and closes retired logs (switch_log in db.c). */
+void *db_log_main(void *arg);
 /* 1 for errors that may go away on their own: a full disk, an I/O error, no descriptors. */
 int db_error_transient(int err);
 /* Record a failed flush or compaction (what) and schedule its retry.  REQUIRES mu held. */

@@ -158,6 +158,17 @@ long env_fault_injected(struct kv_env *env);
 void env_fault_clear(struct kv_env *env);
 
 /*
+ * Hold the calls of the kinds in ops_mask whose path contains match, or one
+ * of its parts separated by '|' (NULL: every path): each waits, before it does anything, until the hold is
+ * changed so that it no longer matches, or released.  For tests that show
+ * who waits for an fsync or an unlink.  ENV_OP_SYNC holds file and
+ * directory syncs, ENV_OP_SYNC_DIR directory syncs alone.
+ */
+void env_fault_hold(struct kv_env *env, unsigned ops_mask, const char *match);
+void env_fault_release(struct kv_env *env);
+/* How many calls are held now; *total (if not NULL): how many have been held in all. */
+long env_fault_held(struct kv_env *env, long *total);
+/*
  * Power cut after `after` more write-kind calls (append, sync, rename, unlink,
  * open for append): from then on every call fails with -EIO, as on a machine
  * that has lost power.  after = 0 cuts at once.

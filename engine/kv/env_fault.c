@@ -76,6 +76,12 @@ struct fault_env {
 	/* a small disk */
 	int64_t space;         /* bytes left, or < 0: no limit */
 	uint64_t appended;     /* bytes of every append that succeeded */
+	/* held calls (env_fault_hold): they wait on hold_cv until released */
+	unsigned hold_mask;
+	char *hold_match;
+	long held;             /* calls waiting now */
+	long held_total;       /* calls that have waited */
+	pthread_cond_t hold_cv;
 };
 
 /* A file's bytes go back to a limited disk.  REQUIRES fe->mu held. */
@@ -168,12 +174,44 @@ static int fault_err(int err, const char *what, const char *path)
 	return ERR_SET(err, "%s %s: %s (injected)", what, path ? path : "?", strerror(-err));
 }
 
-/* A call of kind op; it counts towards a power cut when it changes the disk. */
+/* Whether a call of kind op on path is held: path contains one of the '|'-separated parts. */
+static int held(struct fault_env *fe, unsigned op, const char *path)
+{
+	const char *m = fe->hold_match;
+
+	if (!(op & fe->hold_mask))
+		return 0;
+	if (!m)
+		return 1;
+	while (path) {
+		const char *bar = strchr(m, '|');
+		size_t n = bar ? (size_t)(bar - m) : strlen(m);
+		for (const char *p = path; *p; p++)
+			if (!strncmp(p, m, n))
+				return 1;
+		if (!bar)
+			break;
+		m = bar + 1;
+	}
+	return 0;
+}
+
+/*
+ * A call of kind op; it counts towards a power cut when it changes the disk.
+ * A held one (env_fault_hold) first waits for its release.
+ */
 static int check(struct fault_env *fe, unsigned op, const char *what, const char *path)
 {
 	int r;
 
 	pthread_mutex_lock(&fe->mu);
+	if (held(fe, op, path)) {
+		fe->held++;
+		fe->held_total++;
+		while (held(fe, op, path))
+			pthread_cond_wait(&fe->hold_cv, &fe->mu);
+		fe->held--;
+	}
 	r = fault_check(fe, op, (op & ENV_OP_WRITES) && strcmp(what, "open"), path);
 	pthread_mutex_unlock(&fe->mu);
 	return r ? fault_err(r, what, path) : 0;
@@ -605,6 +643,7 @@ struct kv_env *env_fault_new(struct kv_env *base)
 	fe->env.ops = &fault_ops;
 	fe->base = base;
 	pthread_mutex_init(&fe->mu, NULL);
+	pthread_cond_init(&fe->hold_cv, NULL);
 	fe->cut_after = -1;
 	fe->model = ENV_CUT_PAGES;
 	fe->rng = 0x5eed5eedull;
@@ -681,6 +720,8 @@ void env_fault_free(struct kv_env *e)
 		return;
 	forget_all(fe);
 	free(fe->match);
+	free(fe->hold_match);
+	pthread_cond_destroy(&fe->hold_cv);
 	pthread_mutex_destroy(&fe->mu);
 	free(fe);
 }
@@ -723,6 +764,36 @@ void env_fault_clear(struct kv_env *e)
 	free(fe->match);
 	fe->match = NULL;
 	pthread_mutex_unlock(&fe->mu);
+}
+
+void env_fault_hold(struct kv_env *e, unsigned ops_mask, const char *match)
+{
+	struct fault_env *fe = FE(e);
+
+	pthread_mutex_lock(&fe->mu);
+	fe->hold_mask = ops_mask;
+	free(fe->hold_match);
+	fe->hold_match = match ? xstrdup(match) : NULL;
+	pthread_cond_broadcast(&fe->hold_cv);
+	pthread_mutex_unlock(&fe->mu);
+}
+
+void env_fault_release(struct kv_env *e)
+{
+	env_fault_hold(e, 0, NULL);
+}
+
+long env_fault_held(struct kv_env *e, long *total)
+{
+	struct fault_env *fe = FE(e);
+	long n;
+
+	pthread_mutex_lock(&fe->mu);
+	n = fe->held;
+	if (total)
+		*total = fe->held_total;
+	pthread_mutex_unlock(&fe->mu);
+	return n;
 }
 
 void env_fault_power_cut_after(struct kv_env *e, long after)

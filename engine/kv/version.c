@@ -619,6 +619,7 @@ struct version_set *vs_new(const char *dir, struct kv_env *env, const struct kv_
 	vs->tc = tc;
 	vs->live.next = vs->live.prev = &vs->live;
 	vs->next_file = 2;
+	pthread_cond_init(&vs->manifest_cv, NULL);
 	vtree_new(vs, 0, "default");
 	return vs;
 }
@@ -640,6 +641,7 @@ void vs_free(struct version_set *vs)
 	free(vs->failed);
 	if (vs->manifest)
 		wal_writer_free(vs->manifest);
+	pthread_cond_destroy(&vs->manifest_cv);
 	free(vs->dir);
 	free(vs);
 }
@@ -1004,12 +1006,30 @@ out:
 	return r;
 }
 
+void vs_wait_idle(struct version_set *vs)
+{
+	while (vs->manifest_writing)
+		pthread_cond_wait(&vs->manifest_cv, vs->mu);
+}
+
+/*
+ * The fdatasync of the edit runs with vs->mu released: writers and readers
+ * take that lock for every call, and an fdatasync takes milliseconds.  What
+ * the edit is checked against (the tree's current version) and what it
+ * records (next file, last sequence) are taken after the previous edit is
+ * done, and only an edit changes a version, so nothing it relies on moves
+ * while the lock is released; file numbers handed out meanwhile are above
+ * its next file, as a reopen finds them in the directory and raises it.
+ */
 int vs_log_and_apply(struct version_set *vs, struct version_edit *e)
 {
-	struct vtree *t = vs_tree(vs, e->tree);
+	struct vtree *t;
 	struct buf rec = BUF_INIT;
 	int r;
 
+	if (vs->mu)
+		vs_wait_idle(vs);
+	t = vs_tree(vs, e->tree);
 	if (t && t->dropped)
 		return ERR_SET(-ENOENT, "tree %s was dropped", t->name);
 	if (t && !e->has_log_number) {
@@ -1038,9 +1058,16 @@ int vs_log_and_apply(struct version_set *vs, struct version_edit *e)
 	if (vs->manifest_stale && (r = vs_new_manifest(vs)) < 0)
 		return r;
 	edit_encode(e, &rec);
+	vs->manifest_writing = 1;
+	if (vs->mu)
+		pthread_mutex_unlock(vs->mu);
 	r = wal_add(vs->manifest, buf_slice(&rec));
 	if (r == 0)
 		r = wal_sync(vs->manifest);
+	if (vs->mu)
+		pthread_mutex_lock(vs->mu);
+	vs->manifest_writing = 0;
+	pthread_cond_broadcast(&vs->manifest_cv);
 	buf_free(&rec);
 	if (r < 0) {
 		/*

@@ -49,6 +49,8 @@
 #ifndef SMOLFS_VERSION_H
 #define SMOLFS_VERSION_H
 
+#include <pthread.h>
+
 #include "cache.h"
 #include "dbformat.h"
 #include "env.h"
@@ -188,6 +190,16 @@ struct version_set {
 	 * writes a whole new manifest and switches CURRENT again.
 	 */
 	int manifest_stale;
+	/*
+	 * The lock that guards the version set (the database's mutex), which
+	 * vs_log_and_apply releases while its edit goes to the disk, or NULL
+	 * (nothing to release: recovery, repair).  manifest_writing is set
+	 * meanwhile; the next edit waits on manifest_cv until it is clear, so
+	 * edits reach the manifest, and apply, one at a time and in order.
+	 */
+	pthread_mutex_t *mu;
+	int manifest_writing;
+	pthread_cond_t manifest_cv;
 	struct vtree **trees;         /* index = position, not id */
 	size_t ntrees;
 	/*
@@ -229,6 +241,8 @@ void vs_init_empty(struct version_set *vs);
  * REQUIRES: a manifest is open (vs_new_manifest ran; kv_open does that).
  */
 int vs_log_and_apply(struct version_set *vs, struct version_edit *e);
+/* Until no edit is on its way to the manifest (see mu above).  REQUIRES vs->mu held. */
+void vs_wait_idle(struct version_set *vs);
 /* Apply edit to the current version without logging it (recovery, before a new manifest). */
 int vs_apply_only(struct version_set *vs, struct version_edit *e);
 /*

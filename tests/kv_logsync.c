@@ -1,0 +1,650 @@
+/*
+ * kv_logsync.c -- a memtable switch never makes a writer wait for the old
+ * log's fsync or for the deletion of a log, and a synced write still
+ * outlives nothing older than itself.
+ *
+ * The fault environment holds chosen calls until the test releases them
+ * (env_fault_hold), which shows who waits for them without measuring time:
+ *   - every fsync of a log held: unsynced puts go on across several memtable
+ *     switches (the log thread waits in the old log's fsync, not the
+ *     writer); a synced put does not return while an older log's fsync is
+ *     held, and returns once it is released; a power cut that then drops
+ *     every unsynced byte keeps the synced put and every write before it;
+ *   - every unlink of a log held: once a thread waits in the unlink of an
+ *     obsolete log, puts go on (the deletion runs without db->mu);
+ *   - the manifest append of a flush held (its edit on its way, db->mu
+ *     released), and every manifest append failing: a tree created meanwhile
+ *     waits for that edit, then its own edit fails and the creation fails
+ *     with EIO, leaving no tree (an edit is never counted as written because
+ *     another one was on its way, nor applied when its append failed); once
+ *     the fault is gone the tree is created and survives a reopen;
+ *   - the manifest fsync of a tree's drop held (the drop on its way, db->mu
+ *     released, the tree not dropped yet), while the tree needs a compaction
+ *     and the compaction thread comes free: no compaction of the tree starts
+ *     (its result could not be recorded once the drop is applied, and that
+ *     error would stop the database); the drop succeeds and the database
+ *     goes on;
+ *   - power cuts while the fsyncs of the retired logs have not happened
+ *     (held), each unsynced page of every file kept, dropped or zeroed at
+ *     random (seeded, as in kv_powercut): the database opens, holds every
+ *     synced write, and is at a point in time (the writes present are a
+ *     prefix of the writes made: never a later one without an earlier one).
+ * Where the engine waited, the puts would not finish; the test gives them a
+ * generous bound and fails instead of hanging.
+ */
+#include "kv.h"
+#include "env.h"
+#include "util.h"
+#include "tap.h"
+#include "testutil.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+
+/* A bound for what must happen, however loaded the machine: a hang fails after it. */
+#ifndef PATIENCE_MS
+#define PATIENCE_MS 20000
+#endif
+
+struct putter {
+	struct kv_db *db;
+	long from, n;
+	unsigned flags;
+	int r;
+	long acked;            /* puts that returned 0 so far */
+	int done;
+	pthread_t thread;
+};
+
+static void *put_main(void *arg)
+{
+	struct putter *p = arg;
+	int r = 0;
+
+	for (long i = p->from; i < p->from + p->n && r == 0; i++)
+		if ((r = test_write_put(p->db, i, p->flags)) == 0)
+			__atomic_add_fetch(&p->acked, 1, __ATOMIC_RELEASE);
+	p->r = r;
+	__atomic_store_n(&p->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void put_start(struct putter *p, struct kv_db *db, long from, long n, unsigned flags)
+{
+	memset(p, 0, sizeof(*p));
+	p->db = db;
+	p->from = from;
+	p->n = n;
+	p->flags = flags;
+	if (pthread_create(&p->thread, NULL, put_main, p) != 0) {
+		perror("pthread_create");
+		exit(1);
+	}
+}
+
+/* Wait up to ms for the putter to finish: 1 if it did. */
+static int put_wait(struct putter *p, long ms)
+{
+	for (long t = 0; t < ms && !__atomic_load_n(&p->done, __ATOMIC_ACQUIRE); t += 5)
+		usleep(5000);
+	return __atomic_load_n(&p->done, __ATOMIC_ACQUIRE);
+}
+
+/* Wait up to ms until at least want calls are held: 1 if they are. */
+static int held_wait(struct kv_env *fe, long want, long ms)
+{
+	for (long t = 0; t < ms && env_fault_held(fe, NULL) < want; t += 5)
+		usleep(5000);
+	return env_fault_held(fe, NULL) >= want;
+}
+
+/* How many logs dir holds; *oldest gets the lowest log number. */
+static int count_logs(const char *dir, unsigned long *oldest)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	*oldest = 0;
+	while (d && (e = readdir(d))) {
+		if (!strstr(e->d_name, ".log"))
+			continue;
+		unsigned long num = strtoul(e->d_name, NULL, 10);
+		if (!n++ || num < *oldest)
+			*oldest = num;
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* The end of a test: nothing held any more, its environment and database gone. */
+static void env_done(struct kv_env *fe, char *dir)
+{
+	env_fault_release(fe);
+	env_fault_free(fe);
+	kv_destroy(dir, NULL);
+	free(dir);
+}
+
+/* How many of the writes from..to-1 db lacks; the first few are named. */
+static long missing_writes(struct kv_db *db, long from, long to)
+{
+	long lost = 0;
+
+	for (long i = from; i < to; i++)
+		if (test_write_check(db, i) != 0 && lost++ < 3)
+			diag("write %ld is missing", i);
+	return lost;
+}
+
+static void log_sink(void *arg, enum kv_log_level level, const char *msg)
+{
+	(void)arg; (void)level;
+	if (getenv("LOGSYNC_LOG"))
+		diag("log: %s", msg);
+}
+
+/* Small memtables, and no level-0 slowdown to mix into what the test shows. */
+static void options(struct kv_options *o, struct kv_env *fe)
+{
+	kv_options_init(o);
+	o->log = log_sink;
+	o->env = fe;
+	o->write_buffer_size = 8u << 10;
+	o->l0_compaction_trigger = 1000;
+	o->l0_slowdown_trigger = 1000;
+	o->l0_stop_trigger = 1000;
+}
+
+#define SWITCH_PUTS 800   /* about 100 puts fill a memtable */
+
+static void test_sync_held(void)
+{
+	struct kv_env *fe = env_fault_new(env_posix());
+	char *dir = xasprintf("%s/sync", tmpdir);
+	struct putter p, s;
+	struct kv_options o;
+	struct kv_db *db;
+	long lost, before;
+	unsigned long oldest;
+	char oldest_name[32];
+	int r, done, logs, early;
+
+	options(&o, fe);
+	env_fault_hold(fe, ENV_OP_SYNC, ".log");
+	r = kv_open(dir, &o, &db);
+	if (!is_int(r, 0, "sync held: open"))
+		goto out;
+	put_start(&p, db, 0, SWITCH_PUTS, 0);
+	done = put_wait(&p, PATIENCE_MS);
+	logs = count_logs(dir, &oldest);
+	ok(done && p.r == 0, "sync held: %d unsynced puts finish while every log fsync is held "
+	   "(%s)", SWITCH_PUTS, done ? kv_strerror(p.r) : "still waiting");
+	ok(logs >= 4, "sync held: they went through several memtable switches (%d logs, the "
+	   "retired ones still open for their fsync)", logs);
+	ok(held_wait(fe, 1, PATIENCE_MS), "sync held: the fsync of a retired log is waiting "
+	   "in the background meanwhile");
+
+	/*
+	 * A synced put must wait for the older logs, so it cannot return while
+	 * the oldest one's fsync is held.  Only that one stays held (the log
+	 * thread syncs them in order, so the others wait behind it): the synced
+	 * put's own log is free to sync.
+	 */
+	snprintf(oldest_name, sizeof(oldest_name), "/%06lu.log", oldest);
+	env_fault_hold(fe, ENV_OP_SYNC, oldest_name);
+	before = __atomic_load_n(&p.acked, __ATOMIC_ACQUIRE);
+	put_start(&s, db, SWITCH_PUTS, 1, KV_SYNC);
+	early = put_wait(&s, 300);
+	ok(!early, "sync held: a synced put does not return while the oldest log's fsync is "
+	   "held (%s)", oldest_name + 1);
+	if (!early) {
+		env_fault_release(fe);
+		done = put_wait(&s, PATIENCE_MS);
+	} else {
+		done = 1;
+	}
+	ok(done && s.r == 0, "sync held: it returns once the fsync is released (%s)",
+	   done ? kv_strerror(s.r) : "still waiting");
+	put_wait(&p, PATIENCE_MS);
+
+	/*
+	 * The power goes now (before the release, if the synced put did not
+	 * wait for it): nothing unsynced survives.
+	 */
+	env_fault_cut_model(fe, ENV_CUT_DROP, 0);
+	env_fault_power_cut_after(fe, 0);
+	env_fault_release(fe);
+	pthread_join(p.thread, NULL);
+	pthread_join(s.thread, NULL);
+	kv_close(db);
+	r = env_fault_drop_unsynced(fe);
+	env_fault_clear(fe);
+	if (r == 0)
+		r = kv_open(dir, &o, &db);
+	if (!is_int(r, 0, "sync held: after a power cut dropping every unsynced byte, the "
+		    "database opens"))
+		goto out;
+	lost = missing_writes(db, 0, before) + missing_writes(db, SWITCH_PUTS, SWITCH_PUTS + 1);
+	is_int((int)lost, 0, "sync held: it holds the synced put and the %ld writes acknowledged "
+	       "before it", before);
+	kv_close(db);
+out:
+	env_done(fe, dir);
+}
+
+static void test_unlink_held(void)
+{
+	struct kv_env *fe = env_fault_new(env_posix());
+	char *dir = xasprintf("%s/unlink", tmpdir);
+	struct putter p;
+	struct kv_options o;
+	struct kv_db *db;
+	long total = 0;
+	int r, done;
+
+	options(&o, fe);
+	env_fault_hold(fe, ENV_OP_UNLINK, ".log");
+	r = kv_open(dir, &o, &db);
+	if (!is_int(r, 0, "unlink held: open"))
+		goto out;
+	/* one memtable and a half: a switch, a flush, and the first log obsolete */
+	put_start(&p, db, 0, 150, 0);
+	done = put_wait(&p, PATIENCE_MS);
+	pthread_join(p.thread, NULL);
+	ok(done && p.r == 0, "unlink held: 150 puts, one memtable switch");
+	ok(held_wait(fe, 1, PATIENCE_MS), "unlink held: a background thread waits in the "
+	   "unlink of the flushed memtable's log");
+	put_start(&p, db, 150, 50, 0);
+	done = put_wait(&p, PATIENCE_MS);
+	env_fault_held(fe, &total);
+	ok(done && p.r == 0, "unlink held: 50 more puts finish while it waits (%s)",
+	   done ? kv_strerror(p.r) : "still waiting");
+	env_fault_release(fe);
+	put_wait(&p, PATIENCE_MS);
+	pthread_join(p.thread, NULL);
+	is_int(kv_close(db), 0, "unlink held: close once released");
+out:
+	env_done(fe, dir);
+}
+
+struct opener {
+	struct kv_db *db;
+	const char *name;
+	int r;
+	int done;
+	pthread_t thread;
+};
+
+static void *open_main(void *arg)
+{
+	struct opener *op = arg;
+	struct kv_tree *t;
+
+	op->r = kv_tree_open(op->db, op->name, NULL, &t);
+	__atomic_store_n(&op->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* Wait up to ms for the opener to finish: 1 if it did. */
+static int open_wait(struct opener *op, long ms)
+{
+	for (long t = 0; t < ms && !__atomic_load_n(&op->done, __ATOMIC_ACQUIRE); t += 5)
+		usleep(5000);
+	return __atomic_load_n(&op->done, __ATOMIC_ACQUIRE);
+}
+
+static void test_manifest_held(void)
+{
+	struct kv_env *fe = env_fault_new(env_posix());
+	char *dir = xasprintf("%s/manifest", tmpdir);
+	struct opener op = { 0 };
+	struct kv_options o;
+	struct kv_tree *t;
+	struct kv_db *db;
+	int r, done, early;
+
+	options(&o, fe);
+	r = kv_open(dir, &o, &db);
+	if (!is_int(r, 0, "manifest held: open"))
+		goto out;
+	/* the flush's append waits for the release, then fails, as every later one does */
+	env_fault_hold(fe, ENV_OP_APPEND, "MANIFEST");
+	env_fault_inject(fe, ENV_OP_APPEND, 0, -1, -EIO, "MANIFEST");
+	for (long i = 0; i < 150 && r == 0; i++)
+		r = test_write_put(db, i, 0);
+	ok(r == 0 && held_wait(fe, 1, PATIENCE_MS), "manifest held: 150 puts (%s), and the "
+	   "flush of the first memtable waits in its manifest append", kv_strerror(r));
+
+	op.db = db;
+	op.name = "t1";
+	if (pthread_create(&op.thread, NULL, open_main, &op) != 0) {
+		perror("pthread_create");
+		exit(1);
+	}
+	early = open_wait(&op, 300);
+	ok(!early, "manifest held: creating a tree does not return while the flush's edit is "
+	   "on its way (%s)", early ? kv_strerror(op.r) : "waiting");
+	env_fault_release(fe);
+	done = open_wait(&op, PATIENCE_MS);
+	ok(done && op.r == -EIO, "manifest held: once released the flush's append fails, and "
+	   "so does the creation, with EIO (%s)", done ? kv_strerror(op.r) : "still waiting");
+	if (!done)
+		goto out_db;   /* a hang: the thread is left, the test has failed */
+	pthread_join(op.thread, NULL);
+	is_int(test_tree_listed(db, "t1"), 0, "manifest held: and there is no tree t1");
+
+	/* the flush may still be backing off: its error, EIO, until the retry */
+	env_fault_clear(fe);
+	r = -EIO;
+	for (long ms = 0; r == -EIO && ms < PATIENCE_MS; ms += 5) {
+		if ((r = kv_tree_open(db, "t1", NULL, &t)) == -EIO)
+			usleep(5000);
+	}
+	is_int(r, 0, "manifest held: the fault gone, the tree is created");
+out_db:
+	is_int(kv_close(db), 0, "manifest held: close");
+	if (!done)
+		goto out;
+	r = kv_open(dir, &o, &db);
+	if (!is_int(r, 0, "manifest held: reopen"))
+		goto out;
+	is_int(test_tree_listed(db, "t1"), 1, "manifest held: after a reopen the tree is there");
+	is_int((int)missing_writes(db, 0, 150), 0, "manifest held: and so is every put");
+	kv_close(db);
+out:
+	env_done(fe, dir);
+}
+
+struct dropper {
+	struct kv_db *db;
+	struct kv_tree *t;
+	int r;
+	int done;
+	pthread_t thread;
+};
+
+static void *drop_main(void *arg)
+{
+	struct dropper *d = arg;
+
+	d->r = kv_tree_drop(d->db, d->t);
+	__atomic_store_n(&d->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* Put n keys into tree t: 0 or the first error. */
+static int put_tree(struct kv_db *db, struct kv_tree *t, long from, long n)
+{
+	struct kv_batch *b = kv_batch_new();
+	int r = 0;
+
+	for (long i = from; i < from + n && r == 0; i++) {
+		struct test_write w;
+		test_write_make(i, &w);
+		kv_batch_clear(b);
+		kv_batch_put_tree(b, t, w.key, w.klen, w.value, w.vlen);
+		r = kv_write(db, b, 0);
+	}
+	kv_batch_free(b);
+	return r;
+}
+
+/* Tree name's level-0 files (kv_property "levels"), -1 if it is not listed. */
+static int l0_files(struct kv_db *db, const char *name)
+{
+	char *text = kv_property(db, "levels"), *p, head[80];
+	int n = -1;
+
+	snprintf(head, sizeof(head), "tree %s\n", name);
+	if (text && (p = strstr(text, head)) && (p = strchr(p + strlen(head), '\n')))
+		sscanf(p + 1, " 0 %d", &n);
+	free(text);
+	return n;
+}
+
+/* Wait up to ms until tree name has at least want level-0 files: 1 if it has. */
+static int l0_wait(struct kv_db *db, const char *name, int want, long ms)
+{
+	for (long t = 0; t < ms && l0_files(db, name) < want; t += 5)
+		usleep(5000);
+	return l0_files(db, name) >= want;
+}
+
+/* Wait up to ms until no memtable is being flushed: 1 once none is. */
+static int flushed_wait(struct kv_db *db, long ms)
+{
+	int idle = 0;
+
+	for (long t = 0; t <= ms && !idle; t += 5) {
+		char *text = kv_property(db, "stats");
+		idle = text && strstr(text, " in 0 being flushed") != NULL;
+		free(text);
+		if (!idle)
+			usleep(5000);
+	}
+	return idle;
+}
+
+static void test_drop_compaction(void)
+{
+	struct kv_env *fe = env_fault_new(env_posix());
+	char *dir = xasprintf("%s/drop", tmpdir);
+	struct dropper d = { 0 };
+	struct kv_tree *td, *te;
+	struct kv_options o;
+	struct kv_db *db;
+	int r, done, early;
+
+	options(&o, fe);
+	o.l0_compaction_trigger = 2;
+	r = kv_open(dir, &o, &db);
+	if (r == 0)
+		r = kv_tree_open(db, "d", NULL, &td);
+	if (r == 0)
+		r = kv_tree_open(db, "e", NULL, &te);
+	if (!is_int(r, 0, "drop: open, trees d and e"))
+		goto out;
+	/*
+	 * The compaction thread compacts e (two level-0 files), then waits in
+	 * the unlink of e's old tables with no compaction running; meanwhile d
+	 * gets two level-0 files of its own, so it needs a compaction too.
+	 */
+	env_fault_hold(fe, ENV_OP_UNLINK, ".sst");
+	r = put_tree(db, te, 0, 300);
+	ok(r == 0 && held_wait(fe, 1, PATIENCE_MS), "drop: e compacted, and the compaction "
+	   "thread waits in the unlink of its old tables (%s)", kv_strerror(r));
+	r = put_tree(db, td, 0, 300);
+	ok(r == 0 && l0_wait(db, "d", 2, PATIENCE_MS) && flushed_wait(db, PATIENCE_MS),
+	   "drop: d has level-0 files enough for a compaction, and no flush runs (%s)",
+	   kv_strerror(r));
+
+	/* the drop of d waits in its manifest fsync; the unlink stays held */
+	env_fault_hold(fe, ENV_OP_UNLINK | ENV_OP_SYNC, ".sst|MANIFEST");
+	d.db = db;
+	d.t = td;
+	if (pthread_create(&d.thread, NULL, drop_main, &d) != 0) {
+		perror("pthread_create");
+		exit(1);
+	}
+	ok(held_wait(fe, 2, PATIENCE_MS), "drop: the drop of d waits in its manifest fsync");
+	/*
+	 * The unlink goes on and the compaction thread comes free: a compaction
+	 * of d would wait in the fsync of its table.  As in test_sync_held, a
+	 * short bound shows what must not happen: a loaded machine can only hide
+	 * a compaction that starts, never invent one.
+	 */
+	env_fault_hold(fe, ENV_OP_SYNC, ".sst|MANIFEST");
+	for (long t = 0; t < PATIENCE_MS && env_fault_held(fe, NULL) > 1; t += 5)
+		usleep(5000);   /* the unlink wakes up */
+	early = held_wait(fe, 2, 1000);
+	ok(!early, "drop: no compaction of d starts while its drop is on its way (%ld calls "
+	   "held)", env_fault_held(fe, NULL));
+	env_fault_release(fe);
+	done = 0;
+	for (long t = 0; t < PATIENCE_MS && !done; t += 5) {
+		done = __atomic_load_n(&d.done, __ATOMIC_ACQUIRE);
+		if (!done)
+			usleep(5000);
+	}
+	ok(done && d.r == 0, "drop: once released the drop succeeds (%s)",
+	   done ? kv_strerror(d.r) : "still waiting");
+	if (!done)
+		goto out;   /* a hang: the thread is left, the test has failed */
+	pthread_join(d.thread, NULL);
+	/* the compaction's result is obsolete: no error of it may stop the database */
+	r = kv_flush(db);
+	if (r == 0)
+		r = put_tree(db, te, 300, 1);
+	is_int(r, 0, "drop: the database goes on: a flush and a put succeed after it");
+	is_int(kv_compact_range(db, NULL, 0, NULL, 0), 0, "drop: and so does a compaction of "
+	       "everything");
+	is_int(test_tree_listed(db, "d"), 0, "drop: d is dropped");
+	is_int(kv_close(db), 0, "drop: close");
+out:
+	env_done(fe, dir);
+}
+
+/*
+ * One power cut.  Writes 0..synced-1 are made with every tenth (and the
+ * last) synced; then every fsync of a log is held (first: only the fsyncs
+ * of the first log and of the manifest), and writes synced..total-1 go on
+ * without a sync, across memtable switches whose old logs are never synced.
+ * The power goes with the fsyncs still held.  Returns 0 if the database opened at a point in time with every
+ * synced write, else -1 (with a diagnostic); *kept gets how many writes it
+ * holds.
+ */
+#define CUT_SYNCED 200
+static int one_cut(const char *dir, uint64_t seed, int first, long total, long *kept)
+{
+	struct kv_env *fe = env_fault_new(env_posix());
+	struct kv_options o;
+	struct kv_db *db;
+	struct putter p;
+	long first_missing = -1, holes = 0;
+	int r = 0;
+
+	kv_destroy(dir, NULL);
+	options(&o, fe);
+	o.write_buffer_size = 64u << 10;
+	env_fault_cut_model(fe, ENV_CUT_PAGES, seed);
+	if ((r = kv_open(dir, &o, &db)) < 0) {
+		diag("cut %#llx: open: %s", (unsigned long long)seed, kv_strerror(r));
+		goto out;
+	}
+	for (long i = 0; i < CUT_SYNCED && r == 0; i++)
+		r = test_write_put(db, i, i % 10 == 9 || i == CUT_SYNCED - 1 ? KV_SYNC : 0);
+	if (r < 0) {
+		diag("cut %#llx: synced puts: %s", (unsigned long long)seed, kv_strerror(r));
+		kv_close(db);
+		goto out;
+	}
+	if (first) {
+		/*
+		 * The flush of the first memtable syncs its table and the
+		 * directory (so the second log's name survives the cut) and
+		 * then waits in its manifest edit: the first log stays needed,
+		 * unsynced, while the second one is there to be read after it.
+		 */
+		char hold[64];
+		unsigned long oldest;
+		count_logs(dir, &oldest);
+		snprintf(hold, sizeof(hold), "/%06lu.log|MANIFEST", oldest);
+		env_fault_hold(fe, ENV_OP_SYNC, hold);
+	} else {
+		env_fault_hold(fe, ENV_OP_SYNC, ".log");
+	}
+	put_start(&p, db, CUT_SYNCED, total - CUT_SYNCED, 0);
+	if (!put_wait(&p, PATIENCE_MS) || p.r < 0) {
+		diag("cut %#llx: unsynced puts: %s", (unsigned long long)seed,
+		     p.done ? kv_strerror(p.r) : "still waiting");
+		r = -1;
+	}
+	env_fault_power_cut_after(fe, 0);
+	env_fault_release(fe);
+	pthread_join(p.thread, NULL);
+	kv_close(db);
+	if (r < 0)
+		goto out;
+	if ((r = env_fault_drop_unsynced(fe)) < 0)
+		goto out;
+	env_fault_clear(fe);
+	if ((r = kv_open(dir, &o, &db)) < 0) {
+		diag("cut %#llx: after the power cut: %s", (unsigned long long)seed,
+		     kv_strerror(r));
+		goto out;
+	}
+	*kept = 0;
+	for (long i = 0; i < total; i++) {
+		int c = test_write_check(db, i);
+		if (c == 0) {
+			(*kept)++;
+			if (first_missing >= 0 && holes++ < 3)
+				diag("cut %#llx: write %ld is there but write %ld is not",
+				     (unsigned long long)seed, i, first_missing);
+		} else if (first_missing < 0) {
+			first_missing = i;
+		}
+	}
+	kv_close(db);
+	if (first_missing >= 0 && first_missing < CUT_SYNCED) {
+		diag("cut %#llx: write %ld, made before the last synced write, is missing",
+		     (unsigned long long)seed, first_missing);
+		r = -1;
+	}
+	if (holes)
+		r = -1;
+out:
+	env_fault_free(fe);
+	return r;
+}
+
+static void test_power_cuts(void)
+{
+	char *dir = xasprintf("%s/cut", tmpdir);
+	uint64_t seeds[2];
+	int nseeds = test_seeds(0x5eedc0deull, seeds);
+	long trials = scaled(6, 2);
+
+	/*
+	 * first: the flush waits in its manifest edit, so the first log is
+	 * still needed (one switch, 1500 writes of about 1.9 memtables); logs
+	 * only: the flushes go on, several switches (4000 writes).
+	 */
+	for (int first = 1; first >= 0; first--) {
+		long total = first ? 1500 : 4000, kept_all = 0, failed = 0, runs = 0;
+		for (int s = 0; s < nseeds; s++) {
+			for (long t = 0; t < trials; t++) {
+				long kept = 0;
+				uint64_t seed = seeds[s] + (uint64_t)t * 0x9e3779b97f4a7c15ull;
+				if (one_cut(dir, seed, first, total, &kept) < 0)
+					failed++;
+				kept_all += kept;
+				runs++;
+			}
+		}
+		is_int((int)failed, 0, "power cuts with %s held: every one of %ld opens with "
+		       "every synced write, at a point in time (%ld of %ld writes kept in all)",
+		       first ? "the first log's and the manifest's fsyncs" :
+		       "the retired logs' fsyncs", runs, kept_all,
+		       runs * total);
+	}
+	kv_destroy(dir, NULL);
+	free(dir);
+}
+
+int main(void)
+{
+	plan(35);
+	make_tmpdir("kv_logsync");
+	test_sync_held();
+	test_unlink_held();
+	test_manifest_held();
+	test_drop_compaction();
+	test_power_cuts();
+	rm_rf(tmpdir);
+	return exit_status();
+}
