@@ -100,7 +100,7 @@ struct fs_node {
 	int touched;                /* a reply the kernel applies unchecked may be late */
 	unsigned opening;           /* writers' opens under way (not yet in dirty_open) */
 	unsigned paged;             /* readers' handles reading its pages (sealed) */
-	int writer_due;             /* made for such a writer's retry: not sealed before it */
+	int seal_ready;             /* the sealing open's invalidation is done */
 	uint64_t seal_ts, seal_len, seal_hash;
 	int pending_type;           /* its user.smolfs.type (enum cell_type), or 0 */
 	struct fs_handle *writers;  /* those handles (ops.c), under fs.lock */
@@ -130,8 +130,8 @@ struct fs_node {
  */
 #define FS_BUFFER_LIMIT ((size_t)256 << 20)
 
-/* Names whose writer's retry is awaited (fs_node_retire), at most. */
-#define FS_WRITERS_DUE 16
+/* Names whose opener's retry is awaited (fs_node_retire), at most. */
+#define FS_WRITERS_DUE 64
 
 struct fs_config {
 	size_t cache_size;          /* 0: the engine's default */
@@ -164,8 +164,9 @@ struct fs {
 	struct fs_empty *emptied;   /* a family an unlink may have emptied (ops.c), under lock */
 	size_t buffered;            /* bytes charged against cfg.buffer_limit, atomic (ops.c) */
 	uint64_t nreq[6];           /* requests served, by enum fs_req (ops.c), atomic */
-	struct { uint64_t parent, hash; } due[FS_WRITERS_DUE];   /* fs_node_retire, under lock */
+	struct { uint64_t parent, hash, since; pid_t pid; } due[FS_WRITERS_DUE];   /* under lock */
 	int due_next;
+	uint64_t inode_notices;     /* inode invalidations queued, not yet sent (atomic) */
 	/* invalidations waiting for the notifier thread */
 	pthread_mutex_t nlock;
 	pthread_cond_t ncond;
@@ -211,14 +212,14 @@ struct fs_node *fs_node_ref_unborn(struct fs *fs, uint64_t parent, const char *n
 /*
  * Retire a sealed node (under fs.lock): detached from its name, whose next
  * lookup makes a new node, and the kernel told to look the name up again.
+ * pid: the process whose open or truncate answers ESTALE for it (0: none),
+ * whose retry no sealed node of the name may meet.
  */
-void fs_node_retire(struct fs *fs, struct fs_node *n, int for_writer);
-/*
- * A writer's open or setattr reached n (under fs.lock): the retry that a
- * retirement for a writer awaited has come, and the name's nodes may be
- * sealed again.
- */
-void fs_node_writer_came(struct fs *fs, struct fs_node *n);
+void fs_node_retire(struct fs *fs, struct fs_node *n, pid_t pid);
+/* Is a retry awaited on n's name (fs_node_retire)?  Under fs.lock. */
+int fs_node_due(const struct fs *fs, const struct fs_node *n);
+/* Process pid came to n (an open, a setattr): its retry, if one was awaited. */
+void fs_node_came(struct fs *fs, const struct fs_node *n, pid_t pid);
 /* Undo one fs_node_ref (an entry that did not reach the kernel). */
 void fs_node_unref(struct fs *fs, struct fs_node *n, uint64_t count);
 /* The kernel forgot count references. */

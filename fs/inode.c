@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "fs.h"
 
@@ -324,24 +325,32 @@ static void detach(struct fs *fs, struct fs_node *n)
 }
 
 /*
- * Names whose sealed node was retired for a writer (ops.c): the writer's
- * open, retried, must find a node that no reader can seal before it.
- * Every node made for such a name until a writer comes to it is marked so
- * (writer_due): the kernel may forget the old node before the retry, and
- * make and drop a node in between (its revalidation of the old inode).
- * A few are kept; the oldest gives way.  Under fs.lock.
+ * Names whose sealed node was retired under a process's open or truncate
+ * (ops.c): the kernel looks the name up again and retries once, and that
+ * retry must not meet a sealed node with another text, or it would answer
+ * ESTALE to the process.  Until the process comes back to the name (or
+ * FS_DUE_SECONDS pass), no node of the name is sealed: the kernel may
+ * forget the old node first, and make and drop a node in between (its
+ * revalidation of the old inode).  The oldest of FS_WRITERS_DUE gives way.
+ * Under fs.lock.
  */
-static int due_find(const struct fs *fs, uint64_t parent, uint64_t h)
-{
-	int i;
+#define FS_DUE_SECONDS 10
 
-	for (i = 0; i < FS_WRITERS_DUE; i++)
-		if (fs->due[i].parent == parent && fs->due[i].hash == h && parent)
-			return i;
-	return -1;
+static uint64_t now_seconds(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec;
 }
 
-void fs_node_retire(struct fs *fs, struct fs_node *n, int for_writer)
+static int due_live(const struct fs *fs, int i, uint64_t parent, uint64_t h, uint64_t now)
+{
+	return fs->due[i].parent == parent && fs->due[i].hash == h && parent &&
+	       now - fs->due[i].since < FS_DUE_SECONDS;
+}
+
+void fs_node_retire(struct fs *fs, struct fs_node *n, pid_t pid)
 {
 	uint64_t h = hash_name(n->parent, n->name, n->name_len);
 
@@ -349,20 +358,34 @@ void fs_node_retire(struct fs *fs, struct fs_node *n, int for_writer)
 		detach(fs, n);
 		fs_notify_entry(fs, n->parent, n->name, n->name_len);
 	}
-	if (for_writer && due_find(fs, n->parent, h) < 0) {
+	if (pid) {
 		fs->due[fs->due_next].parent = n->parent;
 		fs->due[fs->due_next].hash = h;
+		fs->due[fs->due_next].pid = pid;
+		fs->due[fs->due_next].since = now_seconds();
 		fs->due_next = (fs->due_next + 1) % FS_WRITERS_DUE;
 	}
 }
 
-void fs_node_writer_came(struct fs *fs, struct fs_node *n)
+int fs_node_due(const struct fs *fs, const struct fs_node *n)
 {
-	int i = due_find(fs, n->parent, hash_name(n->parent, n->name, n->name_len));
+	uint64_t h = hash_name(n->parent, n->name, n->name_len), now = now_seconds();
+	int i;
 
-	n->writer_due = 0;
-	if (i >= 0)
-		fs->due[i].parent = 0;
+	for (i = 0; i < FS_WRITERS_DUE; i++)
+		if (due_live(fs, i, n->parent, h, now))
+			return 1;
+	return 0;
+}
+
+void fs_node_came(struct fs *fs, const struct fs_node *n, pid_t pid)
+{
+	uint64_t h = hash_name(n->parent, n->name, n->name_len), now = now_seconds();
+	int i;
+
+	for (i = 0; i < FS_WRITERS_DUE; i++)
+		if (due_live(fs, i, n->parent, h, now) && fs->due[i].pid == pid)
+			fs->due[i].parent = 0;
 }
 
 /*
@@ -478,8 +501,6 @@ struct fs_node *fs_node_ref(struct fs *fs, struct fs_node *parent, const char *n
 	n->next_name = fs->by_name[b];
 	fs->by_name[b] = n;
 	link_cell(fs, n);
-	if (n->kind == FS_CELL && due_find(fs, n->parent, hash_name(n->parent, name, len)) >= 0)
-		n->writer_due = 1;
 	if (++fs->nnodes > fs->nbuckets * 2)
 		grow(fs);
 	pthread_mutex_unlock(&fs->lock);
@@ -923,6 +944,8 @@ static void enqueue(struct fs *fs, uint64_t ino, const char *name, size_t len)
 	}
 	x->ino = ino;
 	x->len = len;
+	if (!name)
+		__atomic_add_fetch(&fs->inode_notices, 1, __ATOMIC_SEQ_CST);
 	pthread_mutex_lock(&fs->nlock);
 	*fs->notices_tail = x;
 	fs->notices_tail = &x->next;
@@ -967,6 +990,8 @@ static void *notifier(void *arg)
 			fuse_log(FUSE_LOG_WARNING, "smolfs: invalidation of inode %llu%s%.*s: %s\n",
 				 (unsigned long long)x->ino, x->name ? " entry " : "",
 				 x->name ? (int)x->len : 0, x->name ? x->name : "", strerror(-rc));
+		if (!x->name)   /* sent: its attribute version is the kernel's now */
+			__atomic_sub_fetch(&fs->inode_notices, 1, __ATOMIC_SEQ_CST);
 		free(x->name);
 		free(x);
 		pthread_mutex_lock(&fs->nlock);

@@ -977,27 +977,31 @@ static int node_stat(struct fs *fs, const struct fs_node *n, uint64_t ino, struc
  * the kernel cannot use the page cache: one size per inode.  Sealing keeps
  * the text from changing instead:
  *
- *  - A node is sealed by a reader's open when nothing else has it open and
- *    no reply the kernel applies without checking its age can still come
- *    for it (touched: a setattr by name from a process holding no writer,
- *    whose reply sets the size however late it lands; a writer's replies
- *    all land before its release).  The open drops the inode's pages and
- *    attributes at once, before it replies, so the first read asks for the
- *    size (with the handle: the text it holds) and reads pages of that text.
+ *  - A node is sealed by a reader's open when nothing else has it open
+ *    (no reader, no writer, no setattr running), no reply the kernel
+ *    applies without checking its age can still come for it (touched: a
+ *    setattr by name that is not an open's O_TRUNC, whose reply sets the
+ *    size however late it lands; a writer's replies and a setattr's with a
+ *    descriptor land before the release), no queued inode invalidation is
+ *    still to reach the kernel, and no retry is awaited on the name (below).
+ *    The open drops the inode's pages and attributes at once, before it
+ *    replies, so the first read asks for the size (with the handle: the
+ *    text it holds) and reads pages of that text.
  *  - Later readers whose text is the sealed one (time, length and a hash
  *    of the text) keep the pages (keep_cache): a warm cat is one request.
- *    One that finds another text while others read the pages reads
- *    directly; every attribute given for a sealed node is its text's.
+ *    Every attribute given for a sealed node is its text's.
  *  - Nothing may change the sealed text for the kernel while readers read
  *    its pages (paged).  A writer's open, a truncate, a commit through any
- *    name of the cell, or a lookup or getattr that finds another text
- *    unseals the node when no reader has its pages open (the inode and
+ *    name of the cell, or a reader, lookup or getattr that finds another
+ *    text unseals the node when no reader has its pages open (the inode and
  *    its number stay; the next reader seals it again).  Else the node is
  *    retired: detached from its name, whose next lookup makes a new node
- *    (another inode number); a writer's open and a truncate answer ESTALE,
- *    the kernel looks the name up again and retries once, and every node
- *    made for the name until a writer comes is writer_due, not sealed, so
- *    the retry cannot meet ESTALE again.  The readers go on reading the
+ *    (another inode number).  A writer's or reader's open and a truncate
+ *    that met it answer ESTALE (a direct reader of a sealed inode could
+ *    fill its pages with another text through a private mapping); the
+ *    kernel looks the name up again and retries once, and no node of the
+ *    name is sealed until that process comes back to it (fs_node_retire),
+ *    so the retry cannot meet ESTALE again.  The readers go on reading the
  *    text they opened.
  *
  * -o ro keeps its own rule (no value changes: keep_cache while the pages
@@ -1022,44 +1026,36 @@ static uint64_t text_hash(const void *p, size_t n)
 	return h * 0xc4ceb9fe1a85ec53ull;
 }
 
-static int node_is_sealed(struct fs *fs, const struct fs_node *n)
-{
-	int r;
-
-	pthread_mutex_lock(&fs->lock);
-	r = n->sealed;
-	pthread_mutex_unlock(&fs->lock);
-	return r;
-}
-
 /* Does st (a cell's attributes now) show another text than n's sealed one?  Under fs.lock. */
 static int seal_differs(const struct fs_node *n, const struct stat *st)
 {
 	return (uint64_t)st->st_size != n->seal_len || timespec_to_ts(&st->st_mtim) != n->seal_ts;
 }
 
-static void retire(struct fs *fs, struct fs_node *n, int for_writer)
+static void retire(struct fs *fs, struct fs_node *n, pid_t pid)
 {
 	if (!n->detached)
 		req_counted(fs, FS_REQ_RETIRED);
-	fs_node_retire(fs, n, for_writer);
+	fs_node_retire(fs, n, pid);
 }
 
 /*
  * n's cell is to change, or was found changed, through something other than
  * its readers (under fs.lock): a sealed node with no reader of its pages
  * open is sealed no more (the next reader seals it again, dropping what the
- * kernel holds); one whose pages are being read is retired.  1 if retired.
+ * kernel holds); one whose pages are being read is retired (pid: the
+ * process that is to get ESTALE and retry, or 0).  1 if retired.
  */
-static int unseal(struct fs *fs, struct fs_node *n, int for_writer)
+static int unseal(struct fs *fs, struct fs_node *n, pid_t pid)
 {
 	if (!n->sealed)
 		return 0;
 	if (!n->paged) {
 		n->sealed = 0;
+		n->seal_ready = 0;
 		return 0;
 	}
-	retire(fs, n, for_writer);
+	retire(fs, n, pid);
 	return 1;
 }
 
@@ -1437,9 +1433,8 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	request_pid = fuse_req_ctx(req)->pid;
 	req_counted(fs, FS_REQ_GETATTR);
 	/* may be stale: not kept, but for read-only mounts and sealed nodes */
-	if (fi && reader_stat(fs, n, ino, fi, &st))
-		return reply_failed("getattr", fuse_reply_attr(req, &st,
-					fs->cfg.ro || node_is_sealed(fs, n) ?
+	if (fi && (rc = reader_stat(fs, n, ino, fi, &st)) != 0)
+		return reply_failed("getattr", fuse_reply_attr(req, &st, fs->cfg.ro || rc == 2 ?
 					ttl_timeout(fs, n, &st, fs->cfg.timeout) : 0));
 	rc = node_stat(fs, n, ino, &st);
 	if (n->kind == FS_CELL && sealed_attrs(fs, n, ino, rc, &st))
@@ -3282,13 +3277,13 @@ static int open_handle(struct fs *fs, struct fs_node *n, int flags, int created,
 	if (h->writable && n->kind == FS_CELL) {
 		/* a writer never opens a sealed node ("Readers and the page cache") */
 		pthread_mutex_lock(&fs->lock);
-		if (unseal(fs, n, 1)) {
+		fs_node_came(fs, n, request_pid);
+		if (unseal(fs, n, request_pid)) {
 			pthread_mutex_unlock(&fs->lock);
 			rc = -ESTALE;
 			goto fail;
 		}
 		n->opening++;   /* no reader seals it from now on */
-		fs_node_writer_came(fs, n);
 		pthread_mutex_unlock(&fs->lock);
 		reserved = 1;
 	}
@@ -3341,43 +3336,74 @@ static void handle_free(struct fs *fs, struct fs_handle *h)
 
 enum { PAGED_NO, PAGED_SEALED, PAGED_KEPT };
 
-/* May a reader's open seal n (its handle the only one open)?  Under fs.lock. */
+/*
+ * May a reader's open seal n?  Its handle is the only one open, nothing is
+ * being written, no retry is awaited on the name, and no queued inode
+ * invalidation is still to reach the kernel (one landing after the seal's
+ * own would make the kernel drop the size the first read asks for).  Under
+ * fs.lock.
+ */
 static int sealable(const struct fs *fs, const struct fs_node *n, const struct fs_handle *h)
 {
-	return !fs->cfg.singlethread && !n->detached && !n->touched && !n->writer_due &&
-	       !n->pending && !n->opening && !n->dirty_open && !n->paged && n->readers == 1 &&
-	       h->shown_ts;
+	return !fs->cfg.singlethread && !n->detached && !n->touched && !n->pending &&
+	       !n->opening && !n->dirty_open && !n->paged && n->readers == 1 && h->shown_ts &&
+	       !__atomic_load_n(&fs->inode_notices, __ATOMIC_SEQ_CST) && !fs_node_due(fs, n);
 }
 
 /*
  * A reader's open of cell node n, its text loaded in h: through the page
  * cache (*paged: PAGED_SEALED when this open seals n, PAGED_KEPT when n is
- * sealed with this text) or directly (PAGED_NO: a sealed node with another
- * text, whose pages others are reading, is read directly; "Readers and the
- * page cache").
+ * sealed with this text) or directly (PAGED_NO).  A node sealed with
+ * another text (or retired) is unsealed when no reader holds its pages;
+ * while one does, the open answers -ESTALE and retires it, so that the
+ * kernel looks the name up again: a direct reader of a sealed inode could
+ * fill its pages with another text through a private mmap ("Readers and
+ * the page cache").  One with the sealed text reads directly until the
+ * sealing open's invalidation is done.
  */
-static void paged_open(struct fs *fs, struct fs_node *n, struct fs_handle *h, int *paged)
+static int paged_open(struct fs *fs, struct fs_node *n, struct fs_handle *h, int *paged)
 {
 	uint64_t hash;
+	int rc = 0;
 
 	pthread_mutex_lock(&h->lock);
 	hash = text_hash(h->data, h->len);
 	pthread_mutex_unlock(&h->lock);
 	*paged = PAGED_NO;
 	pthread_mutex_lock(&fs->lock);
+	fs_node_came(fs, n, request_pid);
 	if (n->sealed && !n->detached && h->shown_ts == n->seal_ts && h->len == n->seal_len &&
 	    hash == n->seal_hash) {
-		*paged = PAGED_KEPT;
-	} else if (sealable(fs, n, h)) {   /* sealed with another text: sealed again */
+		if (n->seal_ready)
+			*paged = PAGED_KEPT;
+	} else if (n->sealed && unseal(fs, n, request_pid)) {
+		rc = -ESTALE;
+	} else if (sealable(fs, n, h)) {
 		n->seal_ts = h->shown_ts;
 		n->seal_len = h->len;
 		n->seal_hash = hash;
 		n->sealed = 1;
+		n->seal_ready = 0;   /* until fs_open's invalidation is done */
 		*paged = PAGED_SEALED;
 	}
 	if (*paged != PAGED_NO) {
 		h->paged = 1;
 		n->paged++;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+/* The sealing open's invalidation is done (ok), or failed: the seal is undone. */
+static void seal_done(struct fs *fs, struct fs_node *n, struct fs_handle *h, int ok)
+{
+	pthread_mutex_lock(&fs->lock);
+	if (ok) {
+		n->seal_ready = 1;
+	} else {
+		n->sealed = 0;
+		n->paged--;
+		h->paged = 0;
 	}
 	pthread_mutex_unlock(&fs->lock);
 }
@@ -3453,8 +3479,29 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		shown = h->shown_ts;
 	}
 	paged = PAGED_NO;
-	if (!h->writable && !fs->cfg.ro && n->kind == FS_CELL)
-		paged_open(fs, n, h, &paged);
+	if (!h->writable && !fs->cfg.ro && n->kind == FS_CELL) {
+		rc = paged_open(fs, n, h, &paged);
+		if (rc < 0) {
+			handle_free(fs, h);
+			return reply_err(req, rc, "open", n);
+		}
+		if (paged == PAGED_SEALED) {
+			/*
+			 * Whatever the kernel holds of the inode goes before
+			 * the reply: pages of another text (a private
+			 * mapping's), and a size that another text gave it.
+			 * The first read asks for the size with this handle
+			 * (auto_inval_data) and reads this text's pages.
+			 */
+			rc = fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
+			if (rc < 0 && rc != -ENOENT) {
+				fuse_log(FUSE_LOG_ERR, "smolfs: invalidating inode %llu: %s; "
+					 "read directly\n", (unsigned long long)ino, strerror(-rc));
+				paged = PAGED_NO;
+			}
+			seal_done(fs, n, h, paged == PAGED_SEALED);
+		}
+	}
 	pthread_mutex_lock(&fs->lock);
 	if (!h->writable && !fs->cfg.ro) {
 		/* "Readers and the kernel's cache" above, and "Readers and the page cache" */
@@ -3467,18 +3514,6 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	n->cached_ts = shown;
 	pthread_mutex_unlock(&fs->lock);
-	if (paged == PAGED_SEALED) {
-		/*
-		 * Whatever the kernel holds of the inode goes before the reply:
-		 * pages of another text (a private mapping's), and a size that
-		 * another text gave it.  The first read asks for the size with
-		 * this handle (auto_inval_data) and reads this text's pages.
-		 */
-		rc = fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
-		if (rc < 0 && rc != -ENOENT)
-			fuse_log(FUSE_LOG_ERR, "smolfs: invalidating inode %llu: %s\n",
-				 (unsigned long long)ino, strerror(-rc));
-	}
 	if (paged == PAGED_KEPT)
 		req_counted(fs, FS_REQ_PAGED);
 	if (n->kind == FS_STATS)
@@ -3593,7 +3628,8 @@ static void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
  * or a read through the page cache past the size the kernel knows): the
  * length and time of the text that handle reads, so that the size agrees
  * with what it reads ("Readers and the kernel's cache").  0 if the handle
- * is not a reader of a cell of node n (node_stat answers).
+ * is not a reader of a cell of node n (node_stat answers), 2 if n is sealed
+ * (the sealed text's, which is the same for every reader), else 1.
  */
 static int reader_stat(struct fs *fs, struct fs_node *n, uint64_t ino, struct fuse_file_info *fi,
 		       struct stat *st)
@@ -3601,7 +3637,7 @@ static int reader_stat(struct fs *fs, struct fs_node *n, uint64_t ino, struct fu
 	struct fs_handle *h = (struct fs_handle *)(uintptr_t)fi->fh;
 	uint64_t ts;
 	size_t len;
-	int loaded;
+	int loaded, sealed;
 
 	if (!h || h->node != n || n->kind != FS_CELL || h->writable)
 		return 0;
@@ -3614,13 +3650,14 @@ static int reader_stat(struct fs *fs, struct fs_node *n, uint64_t ino, struct fu
 	/* a sealed inode's size is its sealed text's, for every reader */
 	ts = h->shown_ts;
 	pthread_mutex_lock(&fs->lock);
-	if (n->sealed) {   /* a sealed inode's size is its sealed text's, for every reader */
+	sealed = n->sealed;
+	if (sealed) {   /* a sealed inode's size is its sealed text's, for every reader */
 		len = n->seal_len;
 		ts = n->seal_ts;
 	}
 	pthread_mutex_unlock(&fs->lock);
 	fill_file(fs, ino, len, ts, st);
-	return 1;
+	return sealed ? 2 : 1;
 }
 
 static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -4003,17 +4040,6 @@ out:
  * n->writers under that lock first); its own lock is only tried, since
  * handle.lock comes before fs.lock: a handle busy in a request is not fresh.
  */
-/* Does process pid hold a writer on n?  Under fs.lock. */
-static int writer_pid(const struct fs_node *n, pid_t pid)
-{
-	const struct fs_handle *h;
-
-	for (h = n->writers; h; h = h->next_w)
-		if (h->pid == pid)
-			return 1;
-	return 0;
-}
-
 static int truncate_opened(struct fs *fs, struct fs_node *n, pid_t pid)
 {
 	struct fs_handle *h;
@@ -4036,46 +4062,36 @@ static int truncate_opened(struct fs *fs, struct fs_node *n, pid_t pid)
 	return done;
 }
 
-static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
-		       struct fuse_file_info *fi)
+/*
+ * setattr's work and reply, for fs_setattr; 1 if it was an open's O_TRUNC
+ * (truncate_opened), else 0.
+ */
+static int setattr_apply(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+			 struct fuse_file_info *fi, struct fs_node *n)
 {
 	struct fs *fs = req_fs(req);
-	struct fs_node *n = fs_node_get(fs, ino);
 	struct stat st;
-	int rc = 0, sealed = 0;
+	int rc = 0;
 
-	if (!n || node_stale(fs, n))
-		return reply_err(req, -ESTALE, "setattr", NULL);
-	request_pid = fuse_req_ctx(req)->pid;
+	if (!n || node_stale(fs, n)) {
+		reply_err(req, -ESTALE, "setattr", NULL);
+		return 0;
+	}
 	if (fs->cfg.ro && (to_set & (FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_MTIME |
-				     FUSE_SET_ATTR_MTIME_NOW)))
-		return reply_err(req, -EROFS, "setattr", n);
+				     FUSE_SET_ATTR_MTIME_NOW))) {
+		reply_err(req, -EROFS, "setattr", n);
+		return 0;
+	}
 	if (fi)
 		handle_used((struct fs_handle *)(uintptr_t)fi->fh);
-	if (n->kind == FS_CELL) {
-		/* "Readers and the page cache" */
-		pthread_mutex_lock(&fs->lock);
-		if ((to_set & FUSE_SET_ATTR_SIZE) && unseal(fs, n, 1)) {
-			pthread_mutex_unlock(&fs->lock);
-			return reply_err(req, -ESTALE, "setattr", n);
-		}
-		/*
-		 * Its reply sets the size however late it lands, unless the
-		 * caller holds a writer on n (an open's O_TRUNC): that lands
-		 * before the caller's close, and sealing waits for the close.
-		 */
-		if (!fi && !writer_pid(n, request_pid))
-			n->touched = 1;
-		fs_node_writer_came(fs, n);
-		sealed = n->sealed;
-		pthread_mutex_unlock(&fs->lock);
-	}
 	if ((to_set & FUSE_SET_ATTR_SIZE) && attr->st_size == 0 && !fi && !is_dir_kind(n->kind)) {
 		if (truncate_opened(fs, n, request_pid)) {   /* an open's O_TRUNC */
 			rc = node_stat(fs, n, ino, &st);
 			if (rc < 0)
-				return reply_err(req, rc, "setattr", n);
-			return reply_failed("setattr", fuse_reply_attr(req, &st, 0));
+				reply_err(req, rc, "setattr", n);
+			else
+				reply_failed("setattr", fuse_reply_attr(req, &st, 0));
+			return 1;
 		}
 	}
 	if (to_set & FUSE_SET_ATTR_SIZE) {
@@ -4151,11 +4167,18 @@ static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	/* chmod, chown, atime: accepted and not kept (modes are fixed, smolfs(1)) */
 	rc = node_stat(fs, n, ino, &st);
 out:
-	if (rc < 0)
-		return reply_err(req, rc, "setattr", n);
-	if (sealed) {   /* the kernel sets the size from this reply: the sealed text's */
-		st.st_size = (off_t)n->seal_len;
-		st.st_blocks = (blkcnt_t)((n->seal_len + 511) / 512);
+	if (rc < 0) {
+		reply_err(req, rc, "setattr", n);
+		return 0;
+	}
+	if (n->kind == FS_CELL) {
+		/* the kernel sets the size from this reply: a sealed text's */
+		pthread_mutex_lock(&fs->lock);
+		if (n->sealed) {
+			st.st_size = (off_t)n->seal_len;
+			st.st_blocks = (blkcnt_t)((n->seal_len + 511) / 512);
+		}
+		pthread_mutex_unlock(&fs->lock);
 	}
 	if ((to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW)) && n->kind == FS_CELL &&
 	    node_unborn(fs, n, NULL) && st.st_mtim.tv_sec == fs->start.tv_sec) {
@@ -4165,6 +4188,44 @@ out:
 	/* not cached: a writer's size is not what others see, and a commit follows */
 	reply_failed("setattr", fuse_reply_attr(req, &st, is_dir_kind(n->kind) ? fs->cfg.timeout
 									      : 0));
+	return 0;
+}
+
+/*
+ * A setattr of a cell keeps readers from sealing it while it runs, and its
+ * reply sets the kernel's size however late it lands: a setattr by name
+ * (no descriptor, which would hold the file until the reply is applied)
+ * that is not an open's O_TRUNC (whose opener holds a writer until its
+ * close) leaves the node touched, never sealed again ("Readers and the
+ * page cache").  A truncate of a sealed node whose pages readers hold
+ * answers ESTALE and retires it.
+ */
+static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		       struct fuse_file_info *fi)
+{
+	struct fs *fs = req_fs(req);
+	struct fs_node *n = fs_node_get(fs, ino);
+	int cell = n && n->kind == FS_CELL, claimed;
+
+	request_pid = fuse_req_ctx(req)->pid;
+	if (cell) {
+		pthread_mutex_lock(&fs->lock);
+		fs_node_came(fs, n, request_pid);
+		if ((to_set & FUSE_SET_ATTR_SIZE) && unseal(fs, n, request_pid)) {
+			pthread_mutex_unlock(&fs->lock);
+			return reply_err(req, -ESTALE, "setattr", n);
+		}
+		n->opening++;
+		pthread_mutex_unlock(&fs->lock);
+	}
+	claimed = setattr_apply(req, ino, attr, to_set, fi, n);
+	if (cell) {
+		pthread_mutex_lock(&fs->lock);
+		if (!fi && !claimed)
+			n->touched = 1;
+		n->opening--;
+		pthread_mutex_unlock(&fs->lock);
+	}
 }
 
 /* ------------------------------------------------------------ unlink, rename */

@@ -61,6 +61,13 @@
  *                                   write's close is not counted: it fails as the
  *                                   write did), and on stderr "held K": the
  *                                   descriptors that got their bytes
+ *   fs_op mapmix PATH               a reader holds PATH (8 KiB of 'A') and has read
+ *                                   4 KiB; PATH is rewritten with 8 KiB of 'B'; then
+ *                                   PATH is opened again through /proc/self/fd of
+ *                                   the holder's descriptor and mapped privately
+ *                                   (if that open succeeds); the holder then reads
+ *                                   all 8 KiB: prints "whole" if they are its 'A's,
+ *                                   else how many 'B's it got
  *   fs_op renamerace PATH OTHER ROUNDS
  *                                   open(O_RDWR) PATH; a child renames it to OTHER
  *                                   and back ROUNDS times while the parent writes a
@@ -230,6 +237,51 @@ static int op_dirino(const char *dir, const char *name)
 	closedir(d);
 	errno = ENOENT;
 	return fail("readdir");
+}
+
+/* fs_op mapmix PATH: see the top of this file. */
+static int op_mapmix(const char *path)
+{
+	enum { SIZE = 8192 };
+	char buf[SIZE], proc[64];
+	int held, w, again, i, nb = 0;
+	ssize_t r;
+
+	memset(buf, 'A', SIZE);
+	w = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (w < 0 || write(w, buf, SIZE) != SIZE || close(w) != 0)
+		return fail("write A");
+	held = open(path, O_RDONLY);
+	if (held < 0 || read(held, buf, 4096) != 4096)
+		return fail("hold");
+	memset(buf, 'B', SIZE);
+	w = open(path, O_WRONLY | O_TRUNC);
+	if (w < 0 || write(w, buf, SIZE) != SIZE || close(w) != 0)
+		return fail("write B");
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", held);
+	again = open(proc, O_RDONLY);   /* may answer ESTALE: no name to look up again */
+	if (again >= 0) {
+		volatile char *p = mmap(NULL, SIZE, PROT_READ, MAP_PRIVATE, again, 0);
+
+		if (p != MAP_FAILED) {
+			(void)p[0];
+			(void)p[4096];
+			munmap((void *)p, SIZE);
+		}
+		close(again);
+	}
+	memset(buf, 0, SIZE);
+	r = pread(held, buf, SIZE, 0);
+	if (r != SIZE)
+		return fail("pread");
+	for (i = 0; i < SIZE; i++)
+		nb += buf[i] != 'A';
+	close(held);
+	if (nb)
+		printf("%d bytes not the held text\n", nb);
+	else
+		printf("whole\n");
+	return 0;
 }
 
 static int usage(void)
@@ -825,6 +877,8 @@ int main(int argc, char **argv)
 		printf("%lld\n", (long long)end);
 		return 0;
 	}
+	if (strcmp(op, "mapmix") == 0 && argc == 3)
+		return op_mapmix(argv[2]);
 	if (strcmp(op, "ino") == 0 && argc == 3) {
 		struct stat st;
 

@@ -8,7 +8,7 @@
 # The daemon's request counts come from .smolfs/stats.
 . "${SMOLFS_SRCDIR:-.}/tests/fs_lib.sh"
 
-plan 17
+plan 18
 
 # "lookup getattr open read paged": the daemon's counts now.
 snap() {
@@ -93,6 +93,12 @@ printf 'third\n' > t/r/f/h
 file_is t/r/f/h "and a third write is read back" <<'OUT'
 third
 OUT
+
+# A holder's pages are never filled with another text: a reader that opens
+# the held inode again (through /proc, where no name is looked up again)
+# after a rewrite and maps it privately would read them in.
+op_is whole "a reader holding a cell across a rewrite, and a private mapping of the held inode opened again: the holder reads its text" \
+	mapmix t/r/f/m
 
 # A version name reads through the page cache too, and stays its version.
 sh_run 'mkdir t/.families/v && echo 3 > t/.families/v/max_versions && mkdir -p t/r/v &&
