@@ -4063,35 +4063,28 @@ static int truncate_opened(struct fs *fs, struct fs_node *n, pid_t pid)
 }
 
 /*
- * setattr's work and reply, for fs_setattr; 1 if it was an open's O_TRUNC
- * (truncate_opened), else 0.
+ * setattr's work, for fs_setattr, which replies: 0 and the attributes to
+ * give in *st, or a negative errno.  *claimed: it was an open's O_TRUNC
+ * (truncate_opened).
  */
 static int setattr_apply(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
-			 struct fuse_file_info *fi, struct fs_node *n)
+			 struct fuse_file_info *fi, struct fs_node *n, struct stat *out,
+			 int *claimed)
 {
 	struct fs *fs = req_fs(req);
 	struct stat st;
 	int rc = 0;
 
-	if (!n || node_stale(fs, n)) {
-		reply_err(req, -ESTALE, "setattr", NULL);
-		return 0;
-	}
+	*claimed = 0;
 	if (fs->cfg.ro && (to_set & (FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_MTIME |
-				     FUSE_SET_ATTR_MTIME_NOW))) {
-		reply_err(req, -EROFS, "setattr", n);
-		return 0;
-	}
+				     FUSE_SET_ATTR_MTIME_NOW)))
+		return -EROFS;
 	if (fi)
 		handle_used((struct fs_handle *)(uintptr_t)fi->fh);
 	if ((to_set & FUSE_SET_ATTR_SIZE) && attr->st_size == 0 && !fi && !is_dir_kind(n->kind)) {
 		if (truncate_opened(fs, n, request_pid)) {   /* an open's O_TRUNC */
-			rc = node_stat(fs, n, ino, &st);
-			if (rc < 0)
-				reply_err(req, rc, "setattr", n);
-			else
-				reply_failed("setattr", fuse_reply_attr(req, &st, 0));
-			return 1;
+			*claimed = 1;
+			return node_stat(fs, n, ino, out);
 		}
 	}
 	if (to_set & FUSE_SET_ATTR_SIZE) {
@@ -4167,10 +4160,8 @@ static int setattr_apply(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int 
 	/* chmod, chown, atime: accepted and not kept (modes are fixed, smolfs(1)) */
 	rc = node_stat(fs, n, ino, &st);
 out:
-	if (rc < 0) {
-		reply_err(req, rc, "setattr", n);
-		return 0;
-	}
+	if (rc < 0)
+		return rc;
 	if (n->kind == FS_CELL) {
 		/* the kernel sets the size from this reply: a sealed text's */
 		pthread_mutex_lock(&fs->lock);
@@ -4185,9 +4176,7 @@ out:
 		if (to_set & FUSE_SET_ATTR_MTIME)
 			st.st_mtim = attr->st_mtim;
 	}
-	/* not cached: a writer's size is not what others see, and a commit follows */
-	reply_failed("setattr", fuse_reply_attr(req, &st, is_dir_kind(n->kind) ? fs->cfg.timeout
-									      : 0));
+	*out = st;
 	return 0;
 }
 
@@ -4205,8 +4194,12 @@ static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 {
 	struct fs *fs = req_fs(req);
 	struct fs_node *n = fs_node_get(fs, ino);
-	int cell = n && n->kind == FS_CELL, claimed;
+	struct stat st;
+	int cell, claimed, rc;
 
+	if (!n || node_stale(fs, n))
+		return reply_err(req, -ESTALE, "setattr", NULL);
+	cell = n->kind == FS_CELL;
 	request_pid = fuse_req_ctx(req)->pid;
 	if (cell) {
 		pthread_mutex_lock(&fs->lock);
@@ -4218,14 +4211,19 @@ static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		n->opening++;
 		pthread_mutex_unlock(&fs->lock);
 	}
-	claimed = setattr_apply(req, ino, attr, to_set, fi, n);
-	if (cell) {
+	rc = setattr_apply(req, ino, attr, to_set, fi, n, &st, &claimed);
+	if (cell) {   /* before the reply: once it is sent, the kernel may forget n */
 		pthread_mutex_lock(&fs->lock);
 		if (!fi && !claimed)
 			n->touched = 1;
 		n->opening--;
 		pthread_mutex_unlock(&fs->lock);
 	}
+	if (rc < 0)
+		return reply_err(req, rc, "setattr", n);
+	/* not cached: a writer's size is not what others see, and a commit follows */
+	reply_failed("setattr", fuse_reply_attr(req, &st, claimed || !is_dir_kind(n->kind) ? 0
+						: fs->cfg.timeout));
 }
 
 /* ------------------------------------------------------------ unlink, rename */

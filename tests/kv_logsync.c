@@ -643,7 +643,15 @@ int main(void)
 	test_sync_held();
 	test_unlink_held();
 	test_manifest_held();
-	test_drop_compaction();
+	/*
+	 * Not run: its hold of every .sst unlink also stops the log thread's
+	 * deletion of obsolete files, and then the puts of d can wait forever
+	 * (seen under ASan, where the log thread came first).  The hold must be
+	 * narrowed to the compaction thread's unlink before it runs again.
+	 */
+	if (0)
+		test_drop_compaction();
+	skip(10, "drop during a compaction: the unlink hold also stops the log thread");
 	test_power_cuts();
 	rm_rf(tmpdir);
 	return exit_status();
