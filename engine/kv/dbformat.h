@@ -77,10 +77,18 @@ static inline int ikey_type(struct slice ikey)
 	return (int)(ikey_trailer(ikey) & 0xff);
 }
 
-/* User key ascending, then trailer descending. */
+/*
+ * User key ascending, then trailer descending.  A key too short for its
+ * trailer (a damaged block) compares as raw bytes: splitting it would read
+ * outside it; the reader that meets it reports the damage (ikey_valid).
+ */
 static inline int ikey_cmp(struct slice a, struct slice b)
 {
-	int r = slice_cmp(ikey_user(a), ikey_user(b));
+	int r;
+
+	if (a.len < IKEY_TRAILER || b.len < IKEY_TRAILER)
+		return slice_cmp(a, b);
+	r = slice_cmp(ikey_user(a), ikey_user(b));
 
 	if (r == 0) {
 		uint64_t ta = ikey_trailer(a), tb = ikey_trailer(b);
