@@ -52,10 +52,11 @@ struct options {
 	double timeout;
 	int sync;
 	int ro;
+	int allow_other;
 	int nonopts;
 };
 
-enum { KEY_RO = 1, KEY_NONOPT_EXTRA };
+enum { KEY_RO = 1, KEY_ALLOW_OTHER, KEY_NONOPT_EXTRA };
 
 #define OPT(t, p) { t, offsetof(struct options, p), 1 }
 static const struct fuse_opt smolfs_opts[] = {
@@ -65,6 +66,7 @@ static const struct fuse_opt smolfs_opts[] = {
 	OPT("timeout=%lf", timeout),
 	OPT("sync", sync),
 	FUSE_OPT_KEY("ro", KEY_RO),
+	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
 	FUSE_OPT_END,
 };
 
@@ -75,6 +77,10 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
 	if (key == KEY_RO) {
 		o->ro = 1;
 		return 1;   /* the kernel mounts read-only too */
+	}
+	if (key == KEY_ALLOW_OTHER) {
+		o->allow_other = 1;
+		return 1;   /* for the kernel too */
 	}
 	if (key == FUSE_OPT_KEY_NONOPT) {
 		if (!o->datadir) {
@@ -296,8 +302,20 @@ int main(int argc, char *argv[])
 		goto out;
 	}
 	fs_datadir = datadir;
+	/*
+	 * default_permissions only where other users reach the mount.  Without
+	 * allow_other the kernel refuses everyone but the owner before any
+	 * mode is looked at, and the owner holds every mode bit the tree shows
+	 * but a cell's execute bit (which the kernel checks without the option)
+	 * and the write bit of .smolfs/stats (which the daemon refuses itself):
+	 * the option would then only cost requests, a GETATTR of the directory
+	 * after every create, mkdir, unlink or rename in it (the kernel drops a
+	 * changed directory's attributes and needs its mode for the next path
+	 * walk) and one of each new cell at its open.  fs_access answers
+	 * access(2) from the same modes.
+	 */
 	if (fuse_opt_add_opt(&mopts, "subtype=smolfs") < 0 ||
-	    fuse_opt_add_opt(&mopts, "default_permissions") < 0 ||
+	    (o.allow_other && fuse_opt_add_opt(&mopts, "default_permissions") < 0) ||
 	    fuse_opt_add_opt_escaped(&mopts, "fsname=") < 0) {
 		fprintf(stderr, "smolfs: out of memory\n");
 		goto out;

@@ -1445,6 +1445,43 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 								       attr_timeout(fs, n))));
 }
 
+/*
+ * access(2), faccessat(2) and chdir, asked only on a mount without
+ * default_permissions (no allow_other: main.c), where the kernel checks no
+ * mode itself.  The answer is the one the kernel gives from the modes the
+ * tree shows where it does check them: the owner's, group's or others'
+ * bits, and for root every read and write and an execute where some
+ * execute bit is set.  So `test -x` of a cell is false (0644) and `test -w`
+ * of .smolfs/stats too (0444), as with allow_other.
+ */
+static void fs_access(fuse_req_t req, fuse_ino_t ino, int mask)
+{
+	struct fs *fs = req_fs(req);
+	struct fs_node *n = fs_node_get(fs, ino);
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct stat st;
+	mode_t bits;
+	int rc;
+
+	if (!n || node_stale(fs, n))
+		return reply_err(req, -ESTALE, "access", NULL);
+	rc = node_stat(fs, n, ino, &st);
+	if (rc < 0)
+		return reply_err(req, rc, "access", n);
+	if (ctx->uid == 0)
+		bits = S_IROTH | S_IWOTH | ((st.st_mode & (S_IXUSR | S_IXGRP | S_IXOTH)) ? S_IXOTH : 0);
+	else if (ctx->uid == st.st_uid)
+		bits = (st.st_mode >> 6) & 7;
+	else if (ctx->gid == st.st_gid)
+		bits = (st.st_mode >> 3) & 7;
+	else
+		bits = st.st_mode & 7;
+	/* R_OK, W_OK and X_OK are the other-bits' values: 4, 2 and 1 */
+	if ((unsigned)mask & 7 & ~(unsigned)bits)
+		return reply_err(req, -EACCES, "access", n);
+	reply_failed("access", fuse_reply_err(req, 0));
+}
+
 /* ------------------------------------------------------------ invalidation helpers */
 
 /*
@@ -4738,6 +4775,7 @@ const struct fuse_lowlevel_ops fs_ops = {
 	.forget_multi = fs_forget_multi,
 	.getattr = fs_getattr,
 	.setattr = fs_setattr,
+	.access = fs_access,
 	.mknod = fs_mknod,
 	.mkdir = fs_mkdir,
 	.unlink = fs_unlink,

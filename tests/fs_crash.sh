@@ -36,8 +36,7 @@ diag "cycles $cycles, seed $seed (SMOLFS_TEST_SEED=$seed replays the kill points
 
 # rnd N LO HI: a number in LO..HI drawn for cycle N from the seed
 rnd() {
-	awk -v s="$seed" -v n="$1" -v lo="$2" -v hi="$3" \
-		'BEGIN { srand(s + n * 7919); print lo + int(rand() * (hi - lo + 1)) }'
+	seeded_rnd "$seed" "$1" "$2" "$3"
 }
 
 K=$MNT/k

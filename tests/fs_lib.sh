@@ -275,6 +275,44 @@ acked_read_back() {
 
 # ---------------------------------------------------------------- the mount
 
+# seeded_rnd SEED N LO HI: a number in LO..HI, the N-th draw from SEED.
+# Not awk's srand(SEED + N): mawk seeds neighbouring values alike, and with
+# some seeds every draw of a run came out the same.  A multiplicative
+# generator (modulus 2^31 - 1) stirred with N, added and as a multiplier,
+# so that neighbouring draws are not a fixed step apart; every product stays
+# below 2^53, so awk's doubles hold it exactly.
+seeded_rnd() {
+	awk -v s="$1" -v n="$2" -v lo="$3" -v hi="$4" 'BEGIN {
+		m = 2147483647
+		x = s % m + 1
+		for (i = 0; i < 4; i++) {
+			x = (x * 48271 + n) % m
+			x = (x * (16807 + n % 4093)) % m
+		}
+		print lo + x % (hi - lo + 1)
+	}'
+}
+
+# The daemon's request counts, from .smolfs/stats of the mount at $MNT:
+# req_snap prints "lookup getattr open read paged" (paged: page-cache
+# opens); req_base what one snap costs, as the next one counts it;
+# req_delta BEFORE AFTER BASE the requests between two snaps, without the
+# snap's own.
+req_snap() {
+	awk '/^requests /{ printf "%s %s %s %s ", $3, $5, $7, $9 } /^page cache opens /{ print $4 }' \
+		"$MNT/.smolfs/stats"
+}
+req_base() {
+	_b1=$(req_snap)
+	_b2=$(req_snap)
+	echo "$_b1 $_b2" |
+		awk '{ for (i = 1; i <= 5; i++) printf "%d%s", $(i + 5) - $i, i < 5 ? " " : "\n" }'
+}
+req_delta() {
+	echo "$1 $2 $3" |
+		awk '{ for (i = 1; i <= 5; i++) printf "%d%s", $(i + 5) - $i - $(i + 10), i < 5 ? " " : "\n" }'
+}
+
 _daemon_log() {
 	echo "$T/daemon.$fs_nlog.log"
 }

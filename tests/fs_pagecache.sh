@@ -10,23 +10,6 @@
 
 plan 18
 
-# "lookup getattr open read paged": the daemon's counts now.
-snap() {
-	awk '/^requests /{ printf "%s %s %s %s ", $3, $5, $7, $9 } /^page cache opens /{ print $4 }' \
-		.smolfs/stats
-}
-# What one snap costs, as the next one counts it.
-base() {
-	b1=$(snap)
-	b2=$(snap)
-	echo "$b1 $b2" | awk '{ for (i = 1; i <= 5; i++) printf "%d%s", $(i + 5) - $i, i < 5 ? " " : "\n" }'
-}
-# delta BEFORE AFTER BASE: the requests between two snaps, without the snap's own
-delta() {
-	echo "$1 $2 $3" |
-		awk '{ for (i = 1; i <= 5; i++) printf "%d%s", $(i + 5) - $i - $(i + 10), i < 5 ? " " : "\n" }'
-}
-
 fs_mount
 cd "$MNT" || exit 1
 sh_run 'mkdir t && mkdir t/.families/f && mkdir -p t/r/f && echo one > t/r/f/q &&
@@ -36,11 +19,11 @@ one
 one
 OUT
 
-B=$(base)
-s1=$(snap)
+B=$(req_base)
+s1=$(req_snap)
 for i in 1 2 3 4 5; do cat t/r/f/q >/dev/null; done
-s2=$(snap)
-d=$(delta "$s1" "$s2" "$B")
+s2=$(req_snap)
+d=$(req_delta "$s1" "$s2" "$B")
 [ "$d" = "0 0 5 0 5" ]
 check $? "five warm cats: five opens, no read, each from the page cache (lookup getattr open read paged: $d)"
 
@@ -127,11 +110,11 @@ out_is "-s: the cell reads back" <<'OUT'
 two
 two
 OUT
-B=$(base)
-s1=$(snap)
+B=$(req_base)
+s1=$(req_snap)
 cat t/r/f/q >/dev/null
-s2=$(snap)
-d=$(delta "$s1" "$s2" "$B")
+s2=$(req_snap)
+d=$(req_delta "$s1" "$s2" "$B")
 [ "${d##* }" = 0 ] && [ "$(echo "$d" | cut -d' ' -f4)" -ge 1 ]
 check $? "-s: a cat reads from the daemon (lookup getattr open read paged: $d)"
 cd / || exit 1

@@ -48,8 +48,7 @@ mkfifo "$SMOLFS_FAULT_CTL" || exit 1
 
 # rnd N LO HI: a number in LO..HI drawn for draw N from the seed
 rnd() {
-	awk -v s="$seed" -v n="$1" -v lo="$2" -v hi="$3" \
-		'BEGIN { srand(s + n * 7919); print lo + int(rand() * (hi - lo + 1)) }'
+	seeded_rnd "$seed" "$1" "$2" "$3"
 }
 
 # 1.5 KiB of text after each value, so that a few dozen writes fill a memtable
@@ -173,8 +172,9 @@ npages="0 0"   # unsynced pages the cuts kept, and dropped or zeroed
 cy=1
 while [ "$cy" -le "$cuts" ]; do
 	# ---------------------------------------------------------- write, cut
-	# one cut in four at one of the first calls (the open's recovery)
-	if [ "$(rnd "$cy" 0 3)" -eq 0 ]; then
+	# one cut in four at one of the first calls (the open's recovery), but
+	# never the first, so that some cut always falls among the writes
+	if [ "$cy" -gt 1 ] && [ "$(rnd "$cy" 0 3)" -eq 0 ]; then
 		n=$(rnd "$((cy + 50000))" 1 12)
 	else
 		n=$(rnd "$((cy + 50000))" 20 400)

@@ -2,9 +2,10 @@
 # fs_security.sh -- the threat model of smolfs(1)'s SECURITY section: the
 # data directory is the daemon's alone (0700, its files 0600, whatever the
 # umask of the smolfs or smolctl that wrote it); without allow_other no
-# other user reaches the mount (the kernel answers EACCES); with allow_other
-# default_permissions is on, so the owner and modes the tree shows are
-# enforced by the kernel: another user reads a world-readable cell but cannot
+# other user reaches the mount (the kernel answers EACCES, and
+# default_permissions is off: it would check only the owner); with
+# allow_other default_permissions is on, so the owner and modes the tree
+# shows are enforced by the kernel: another user reads a world-readable cell but cannot
 # write, create, rename or remove anything; and no name written through the
 # mount, with ".." or an escaped "/" (%2F) in it, makes anything outside the
 # data directory, since the engine never builds a file path from a key.
@@ -86,11 +87,13 @@ modes_are_private "under umask 000 smolctl keeps DATADIR 0700 and its files 0600
 
 # ---------------------------------------------------------------- without allow_other
 fs_mount
+# the kernel lets no one but the owner in, so it need check no mode (the
+# owner's checks are the daemon's: fs_requests.sh)
 if grep -E "^[^ ]+ $MNT fuse" /proc/self/mounts | grep -q 'default_permissions'; then
-	ok "the mount has default_permissions without allow_other too"
-else
-	not_ok "the mount has default_permissions without allow_other too"
+	not_ok "without allow_other the mount has no default_permissions"
 	grep " $MNT " /proc/self/mounts | sed 's/^/#   /'
+else
+	ok "without allow_other the mount has no default_permissions"
 fi
 nobody_op_is "stat EACCES" "without allow_other nobody cannot stat the mount point" ino "$MNT"
 nobody_op_is "stat EACCES" "without allow_other nobody cannot stat a cell" ino "$K/r/f/c"

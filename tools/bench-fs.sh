@@ -2,8 +2,10 @@
 # tools/bench-fs.sh -- the filesystem benchmark: the same work, in one run, on
 # a plain tmpfs directory, on libfuse's passthrough_ll over tmpfs, and on
 # smolfs (its data directory on tmpfs too), with medians of several runs and
-# ratios to tmpfs and to passthrough_ll.  Run from the build directory (it
-# uses ./smolfs and ./smolctl), as a user who may mount FUSE:
+# ratios to tmpfs and to passthrough_ll; the small-cell work also runs on
+# benchfloor, a daemon that answers from memory at once, whose times are
+# the floor FUSE itself sets.  Run from the build directory (it uses
+# ./smolfs, ./smolctl and ./benchfloor), as a user who may mount FUSE:
 #
 #   tools/bench-fs.sh [-n CELLS] [-r RUNS] [-l LISTING-ROWS] [-k]
 #
@@ -49,8 +51,9 @@ export LC_ALL
 B=$(pwd)
 SMOLFS=$B/smolfs
 SMOLCTL=$B/smolctl
+FLOOR=$B/benchfloor
 EXAMPLES=/usr/share/doc/libfuse3-dev/examples
-for f in "$SMOLFS" "$SMOLCTL"; do
+for f in "$SMOLFS" "$SMOLCTL" "$FLOOR"; do
 	[ -x "$f" ] || { echo "bench-fs: $f is not built (run from the build directory)" >&2; exit 1; }
 done
 [ -c /dev/fuse ] || { echo "bench-fs: no /dev/fuse" >&2; exit 1; }
@@ -190,6 +193,13 @@ mount_target() {
 		mkdir -p "$W/pt.src/b" "$root"
 		"$W/passthrough_ll" -o source="$W/pt.src" "$root"
 		mounted="$mounted $root" ;;
+	floor)
+		# the tree is empty until the create loop has run on it
+		mkdir -p "$root"
+		full=0
+		[ -f "$W/floor.made" ] && full=1
+		FLOOR_PER=$per FLOOR_FULL=$full "$FLOOR" "$root"
+		mounted="$mounted $root" ;;
 	smolfs)
 		mkdir -p "$root"
 		"$SMOLFS" "$W/smolfs.data" "$root"
@@ -225,6 +235,7 @@ wipe_target() {
 	case $1 in
 	tmpfs) rm -rf "$(tgt_root tmpfs)" ;;
 	passthrough) rm -rf "$W/pt.src" ;;
+	floor) rm -f "$W/floor.made" ;;
 	smolfs) rm -rf "$W/smolfs.data" ;;
 	esac
 }
@@ -264,16 +275,21 @@ echo "bench-fs: $cells cells ($rows rows of $per), $runs runs, on $tmpfs; $(npro
 
 # ---------------------------------------------------------------- small cells
 for run in $(seq 1 "$runs"); do
-	for t in tmpfs passthrough smolfs; do
+	for t in tmpfs passthrough floor smolfs; do
 		wipe_target "$t"
 		mount_target "$t"
 		root=$(tgt_root "$t")
 		record create "$t" "$("$W/fsb" create "$root/b" "$rows" "$per")"
+		[ "$t" = floor ] && : >"$W/floor.made"
 		unmount_target "$t"
 		mount_target "$t"
 		record "read-cold" "$t" "$("$W/fsb" read "$root/b" "$rows" "$per")"
 		record "read-warm" "$t" "$("$W/fsb" read "$root/b" "$rows" "$per")"
 		record stat "$t" "$("$W/fsb" stat "$root/b" "$rows" "$per")"
+		if [ "$t" = floor ]; then   # it holds no other tree
+			unmount_target "$t"
+			continue
+		fi
 		# one family of 10,000 cells, in a table w of its own (after a
 		# remount, so that passthrough_ll's descriptors are not exhausted)
 		unmount_target "$t"
@@ -341,14 +357,22 @@ list_bench "$bigrows"
 
 # ---------------------------------------------------------------- report
 echo
-printf '%-22s %12s %12s %12s %10s %10s\n' workload tmpfs passthrough smolfs 'vs tmpfs' 'vs pt_ll'
+printf '%-12s %10s %12s %10s %10s %9s %9s %9s\n' workload tmpfs passthrough floor smolfs \
+	'vs tmpfs' 'vs pt_ll' 'vs floor'
 for w in create read-cold read-warm stat ls-l-10k write-10M cat-10M; do
 	m_t=$(awk -v w=$w '$1 == w && $2 == "tmpfs" { print $3 }' "$W/results" | median)
 	m_p=$(awk -v w=$w '$1 == w && $2 == "passthrough" { print $3 }' "$W/results" | median)
+	m_f=$(awk -v w=$w '$1 == w && $2 == "floor" { print $3 }' "$W/results" | median)
 	m_s=$(awk -v w=$w '$1 == w && $2 == "smolfs" { print $3 }' "$W/results" | median)
 	# ratios as speed: >1 means smolfs is faster
-	printf '%-22s %11.4fs %11.4fs %11.4fs %9.3fx %9.3fx\n' "$w" "$m_t" "$m_p" "$m_s" \
-		"$(div "$m_t" "$m_s")" "$(div "$m_p" "$m_s")"
+	if grep -q "^$w floor " "$W/results"; then
+		printf '%-12s %9.4fs %11.4fs %9.4fs %9.4fs %8.3fx %8.3fx %8.3fx\n' "$w" \
+			"$m_t" "$m_p" "$m_f" "$m_s" \
+			"$(div "$m_t" "$m_s")" "$(div "$m_p" "$m_s")" "$(div "$m_f" "$m_s")"
+	else
+		printf '%-12s %9.4fs %11.4fs %10s %9.4fs %8.3fx %8.3fx %9s\n' "$w" \
+			"$m_t" "$m_p" - "$m_s" "$(div "$m_t" "$m_s")" "$(div "$m_p" "$m_s")" -
+	fi
 done
 echo
 for w in $(awk '$2 == "smolfs" && $1 ~ /^ls-/ && $1 != "ls-l-10k" { print $1 }' "$W/results" | sort -u); do
@@ -360,4 +384,5 @@ for w in $(awk '$2 == "smolfs" && $1 ~ /^ls-/ && $1 != "ls-l-10k" { print $1 }' 
 	esac
 done
 sed 's/^/# /' "$W/memory"
-echo "# medians of $runs runs; the ratios are speeds (tmpfs's or passthrough_ll's time / smolfs's time: above 1 is smolfs faster)"
+echo "# medians of $runs runs; the ratios are speeds (tmpfs's, passthrough_ll's or the floor's time / smolfs's time: above 1 is smolfs faster)"
+echo "# floor: benchfloor, a daemon answering from memory at once (small cells only)"
