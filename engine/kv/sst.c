@@ -48,6 +48,9 @@
 #define LITERALS_CODED ZSTD_lcm_auto
 #endif
 
+/* sst_set_always_two_forms: read by each new builder */
+static int always_two_forms;
+
 /*
  * Limits that keep every block below the 4 GiB its 32-bit offsets allow:
  * one entry (key and value) at most SST_MAX_ENTRY bytes, so a block is at
@@ -192,6 +195,8 @@ struct sst_builder {
 	size_t ntombs, tombs_cap;
 	ZSTD_CCtx *cctx;             /* NULL when compression is off */
 	int two_forms;               /* try literals raw and entropy-coded (write_block) */
+	int always_two_forms;        /* sst_set_always_two_forms */
+	uint64_t nblocks, ncoded;    /* blocks compressed, and tried with coded literals too */
 	struct buf scratch;          /* the compressed form of the block being written */
 	struct buf scratch2;         /* ... and its other form, when two are tried */
 	struct buf out;              /* written bytes not yet appended to f (see out_append) */
@@ -265,11 +270,23 @@ struct sst_builder *sst_builder_new(struct env_file *f, const struct sst_options
 							b->o.compression_level)))
 			oom_abort("a zstd compression level");
 		/* fast levels never entropy-code literals: one form is all there is */
+		b->always_two_forms = always_two_forms;
 		b->two_forms = b->o.compression_level > 0 &&
 			       !ZSTD_isError(ZSTD_CCtx_setParameter(b->cctx,
 					ZSTD_c_literalCompressionMode, LITERALS_RAW));
 	}
 	return b;
+}
+
+void sst_set_always_two_forms(int on)
+{
+	always_two_forms = on;
+}
+
+void sst_builder_forms(const struct sst_builder *b, uint64_t *blocks, uint64_t *coded)
+{
+	*blocks = b->nblocks;
+	*coded = b->ncoded;
 }
 
 void sst_builder_free(struct sst_builder *b)
@@ -321,6 +338,120 @@ static int compress_into(ZSTD_CCtx *cctx, struct slice raw, struct buf *out)
 }
 
 /*
+ * log2(x) in 1/256ths of a bit, rounded down, for x >= 1: the integer part
+ * from the highest bit, eight fraction bits by squaring the mantissa (kept
+ * in [1, 2) with 30 fraction bits).
+ */
+static uint64_t log2_q8(uint64_t x)
+{
+	uint64_t r = 0, m;
+	int e = 63 - __builtin_clzll(x);
+
+	m = e >= 30 ? x >> (e - 30) : x << (30 - e);
+	for (int i = 0; i < 8; i++) {
+		m = (m * m) >> 30;
+		r <<= 1;
+		if (m >= (uint64_t)2 << 30) {
+			m >>= 1;
+			r |= 1;
+		}
+	}
+	return ((uint64_t)e << 8) | r;
+}
+
+/*
+ * The most that entropy coding can save on the literals of a zstd frame
+ * that was made with raw literals, in bytes: the literal bytes less their
+ * order-0 entropy (no code does better than the entropy of the bytes it
+ * codes alone, and zstd codes literals so, with a table on top).  The
+ * literals are read where the frame format (RFC 8878) puts them: a raw
+ * block's bytes, or the raw literals section that opens a compressed
+ * block.  Returns -1 for a frame not as expected (the caller then tries
+ * the coded form anyway).
+ */
+static int64_t literal_savings(const unsigned char *f, size_t len)
+{
+	uint32_t count[256] = { 0 };
+	uint64_t n = 0, bits;
+	size_t pos, hdr;
+	int fhd, last = 0;
+	static const size_t fcs_size[4] = { 0, 2, 4, 8 };
+	static const size_t did_size[4] = { 0, 1, 2, 4 };
+
+	if (len < 6 || f[0] != 0x28 || f[1] != 0xb5 || f[2] != 0x2f || f[3] != 0xfd)
+		return -1;
+	fhd = f[4];
+	pos = 5 + (fhd & 0x20 ? 0 : 1) + did_size[fhd & 3] +
+	      ((fhd >> 6) == 0 ? (fhd & 0x20 ? 1 : 0) : fcs_size[fhd >> 6]);
+	while (!last) {
+		uint32_t h, type, size;
+		const unsigned char *lit = NULL;
+		size_t nlit = 0;
+
+		if (pos + 3 > len)
+			return -1;
+		h = (uint32_t)f[pos] | (uint32_t)f[pos + 1] << 8 | (uint32_t)f[pos + 2] << 16;
+		pos += 3;
+		last = (int)(h & 1);
+		type = (h >> 1) & 3;
+		size = h >> 3;
+		if (type == 0) {             /* raw block: all of it is literals */
+			lit = f + pos;
+			nlit = size;
+		} else if (type == 2) {      /* compressed: its literals section first */
+			uint32_t b0;
+
+			if (size < 1 || pos + size > len)
+				return -1;
+			b0 = f[pos];
+			if ((b0 & 3) == 0) {         /* raw literals */
+				switch ((b0 >> 2) & 3) {
+				case 1:
+					hdr = 2;
+					nlit = size >= 2 ? (b0 >> 4) + ((uint32_t)f[pos + 1] << 4) : 0;
+					break;
+				case 3:
+					hdr = 3;
+					nlit = size >= 3 ? (b0 >> 4) + ((uint32_t)f[pos + 1] << 4) +
+						((uint32_t)f[pos + 2] << 12) : 0;
+					break;
+				default:
+					hdr = 1;
+					nlit = b0 >> 3;
+				}
+				if (hdr + nlit > size)
+					return -1;
+				lit = f + pos + hdr;
+			} else if ((b0 & 3) != 1) {  /* coded: not the frame asked for */
+				return -1;
+			}
+		} else if (type != 1) {      /* reserved */
+			return -1;
+		}
+		if (type != 1 && pos + size > len)
+			return -1;
+		for (size_t i = 0; i < nlit; i++)
+			count[lit[i]]++;
+		n += nlit;
+		pos += type == 1 ? 1 : size;  /* an RLE block stores one byte */
+	}
+	if (n == 0)
+		return 0;
+	/* entropy in bits, as n log2 n - sum c log2 c, each term rounded down */
+	bits = n * log2_q8(n);
+	for (int c = 0; c < 256; c++)
+		if (count[c])
+			bits -= count[c] * log2_q8(count[c]);
+	/*
+	 * Each term's rounding is less than 1/256 bit a byte, so the sum may
+	 * exceed the entropy by up to n/256 bits: taken off, the estimate is
+	 * never above it, and the saving never below the true bound.
+	 */
+	bits = bits > n ? bits - n : 0;
+	return (int64_t)n - (int64_t)(bits / 256 / 8);
+}
+
+/*
  * The stored form of a block: raw, or a zstd form that pays for what it
  * costs readers.  Every decoding stage must save at least an eighth of the
  * raw size to be kept: compression at all (else the block is stored plain),
@@ -330,8 +461,15 @@ static int compress_into(ZSTD_CCtx *cctx, struct slice raw, struct buf *out)
  * decompression about five times slower while saving 8% of the block -- so
  * where a level entropy-codes (levels 1 and up), the block is compressed
  * with literals raw first and the entropy-coded form is kept only if it is
- * smaller by another eighth.  Returns the form in *stored and its
- * compression byte.
+ * smaller by another eighth.  The second compression is skipped where the
+ * literals of the first cannot save that much (literal_savings): on
+ * db_bench-style values (random printable text, about 6.6 bits a byte) it
+ * never can, and compressing twice cost flushes and compactions a fifth to
+ * a half more CPU.  At zstd's greedy and lazy levels the matches do not
+ * depend on how literals are coded, so the skip changes no stored byte
+ * (tests/kv_sst.c compares tables built both ways); the optimal parsers of
+ * levels 16 and up weigh literal costs, and there it is a close estimate.
+ * Returns the form in *stored and its compression byte.
  */
 static int choose_form(struct sst_builder *b, struct slice raw, struct slice *stored)
 {
@@ -340,15 +478,31 @@ static int choose_form(struct sst_builder *b, struct slice raw, struct slice *st
 
 	*stored = raw;
 	best = raw.len - eighth;   /* what compression must reach to be kept at all */
+	b->nblocks++;
 	if (b->two_forms) {
+		int made;
+
 		ZSTD_CCtx_setParameter(b->cctx, ZSTD_c_literalCompressionMode, LITERALS_RAW);
-		if (compress_into(b->cctx, raw, &b->scratch2) && b->scratch2.len <= best) {
+		made = compress_into(b->cctx, raw, &b->scratch2);
+		if (made && b->scratch2.len <= best) {
 			*stored = buf_slice(&b->scratch2);
 			best = b->scratch2.len >= eighth ? b->scratch2.len - eighth : 0;
 			have = 1;
 		}
 		ZSTD_CCtx_setParameter(b->cctx, ZSTD_c_literalCompressionMode, LITERALS_CODED);
+		if (made && !b->always_two_forms) {
+			/* the frame follows compress_into's varint of the raw length */
+			size_t skip = (size_t)varint_length(raw.len);
+			int64_t can = literal_savings((const unsigned char *)b->scratch2.data + skip,
+						      b->scratch2.len - skip);
+
+			/* coded, the frame shrinks by at most `can`: it must reach best */
+			if (can >= 0 && b->scratch2.len - (size_t)can > best)
+				return have ? COMP_ZSTD : COMP_NONE;
+		}
 	}
+	if (b->two_forms)
+		b->ncoded++;
 	if (compress_into(b->cctx, raw, &b->scratch) && b->scratch.len <= best) {
 		*stored = buf_slice(&b->scratch);
 		have = 1;

@@ -102,6 +102,17 @@ int sst_builder_finish(struct sst_builder *b, struct sst_props *props);
 /* Bytes written so far (the size of the file if finished now, roughly). */
 uint64_t sst_builder_file_size(const struct sst_builder *b);
 uint64_t sst_builder_entries(const struct sst_builder *b);
+/*
+ * Blocks compressed so far, and how many of them were also compressed with
+ * entropy-coded literals (choose_form); for tests and benchmarks.
+ */
+void sst_builder_forms(const struct sst_builder *b, uint64_t *blocks, uint64_t *coded);
+/*
+ * Tests: from the next builder on, compress every block in both literal
+ * forms (choose_form), even where the raw-literal form shows that entropy
+ * coding cannot pay (on = 1), or not (0, the default).
+ */
+void sst_set_always_two_forms(int on);
 void sst_builder_free(struct sst_builder *b);
 
 struct sst;
