@@ -102,6 +102,15 @@ struct fs_node {
 	unsigned paged;             /* readers' handles reading its pages (sealed) */
 	int seal_ready;             /* the sealing open's invalidation is done */
 	uint64_t seal_ts, seal_len, seal_hash;
+	/*
+	 * What the kernel may hold of the inode before any open (ops.c,
+	 * attrs_shown): the text (time, length) every attribute reply for the
+	 * node showed, or shown_mixed once two replies differed; and the
+	 * handles ever opened on it.
+	 */
+	uint64_t shown_ts, shown_len;
+	int shown_any, shown_mixed;
+	unsigned opens;
 	int pending_type;           /* its user.smolfs.type (enum cell_type), or 0 */
 	struct fs_handle *writers;  /* those handles (ops.c), under fs.lock */
 	enum fs_kind kind;

@@ -1151,6 +1151,28 @@ static double ttl_timeout(struct fs *fs, const struct fs_node *n, const struct s
 	return (double)(end - now) / 1e6 < t ? (double)(end - now) / 1e6 : t;
 }
 
+/*
+ * A reply gives the kernel st as n's attributes: note which text they show
+ * (fs_open's sealing open needs no invalidation while the kernel can hold
+ * only the attributes of the text it seals, and no page).
+ */
+static void attrs_shown(struct fs *fs, struct fs_node *n, const struct stat *st)
+{
+	uint64_t ts = timespec_to_ts(&st->st_mtim), len = (uint64_t)st->st_size;
+
+	if (n->kind != FS_CELL)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	if (!n->shown_any) {
+		n->shown_any = 1;
+		n->shown_ts = ts;
+		n->shown_len = len;
+	} else if (n->shown_ts != ts || n->shown_len != len) {
+		n->shown_mixed = 1;
+	}
+	pthread_mutex_unlock(&fs->lock);
+}
+
 /* What an entry's attributes and the lookup counts' timeouts are. */
 static void fill_entry(struct fs *fs, struct fs_node *n, const struct stat *st,
 		       struct fuse_entry_param *e)
@@ -1162,6 +1184,7 @@ static void fill_entry(struct fs *fs, struct fs_node *n, const struct stat *st,
 	e->attr.st_ino = n->ino;
 	e->attr_timeout = ttl_timeout(fs, n, st, attr_timeout(fs, n));
 	e->entry_timeout = ttl_timeout(fs, n, st, fs->cfg.timeout);
+	attrs_shown(fs, n, st);
 }
 
 /* ------------------------------------------------------------ names to nodes */
@@ -1433,14 +1456,17 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	request_pid = fuse_req_ctx(req)->pid;
 	req_counted(fs, FS_REQ_GETATTR);
 	/* may be stale: not kept, but for read-only mounts and sealed nodes */
-	if (fi && (rc = reader_stat(fs, n, ino, fi, &st)) != 0)
+	if (fi && (rc = reader_stat(fs, n, ino, fi, &st)) != 0) {
+		attrs_shown(fs, n, &st);
 		return reply_failed("getattr", fuse_reply_attr(req, &st, fs->cfg.ro || rc == 2 ?
-					ttl_timeout(fs, n, &st, fs->cfg.timeout) : 0));
+						ttl_timeout(fs, n, &st, fs->cfg.timeout) : 0));
+	}
 	rc = node_stat(fs, n, ino, &st);
 	if (n->kind == FS_CELL && sealed_attrs(fs, n, ino, rc, &st))
 		rc = 0;   /* a retired node's, or one whose cell expired: its descriptors' */
 	if (rc < 0)
 		return reply_err(req, rc, "getattr", n);
+	attrs_shown(fs, n, &st);
 	reply_failed("getattr", fuse_reply_attr(req, &st, ttl_timeout(fs, n, &st,
 								       attr_timeout(fs, n))));
 }
@@ -3311,6 +3337,10 @@ static int open_handle(struct fs *fs, struct fs_node *n, int flags, int created,
 	pthread_mutex_unlock(&fs->lock);
 	h->pid = request_pid;
 	h->fresh = 1;
+	pthread_mutex_lock(&fs->lock);
+	if (n->opens < UINT_MAX)   /* 1 means this is the first */
+		n->opens++;
+	pthread_mutex_unlock(&fs->lock);
 	if (h->writable && n->kind == FS_CELL) {
 		/* a writer never opens a sealed node ("Readers and the page cache") */
 		pthread_mutex_lock(&fs->lock);
@@ -3523,14 +3553,23 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			return reply_err(req, rc, "open", n);
 		}
 		if (paged == PAGED_SEALED) {
+			int known;
+
 			/*
 			 * Whatever the kernel holds of the inode goes before
 			 * the reply: pages of another text (a private
 			 * mapping's), and a size that another text gave it.
 			 * The first read asks for the size with this handle
 			 * (auto_inval_data) and reads this text's pages.
+			 * Unless the inode was never opened (no page) and
+			 * every reply gave it this text's attributes (a cold
+			 * cat: then its first read needs no getattr).
 			 */
-			rc = fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
+			pthread_mutex_lock(&fs->lock);
+			known = n->opens == 1 && n->shown_any && !n->shown_mixed &&
+				n->shown_ts == h->shown_ts && n->shown_len == h->len;
+			pthread_mutex_unlock(&fs->lock);
+			rc = known ? 0 : fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
 			if (rc < 0 && rc != -ENOENT) {
 				fuse_log(FUSE_LOG_ERR, "smolfs: invalidating inode %llu: %s; "
 					 "read directly\n", (unsigned long long)ino, strerror(-rc));
@@ -4258,6 +4297,7 @@ static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	}
 	if (rc < 0)
 		return reply_err(req, rc, "setattr", n);
+	attrs_shown(fs, n, &st);   /* the kernel takes its size, cached or not */
 	/* not cached: a writer's size is not what others see, and a commit follows */
 	reply_failed("setattr", fuse_reply_attr(req, &st, claimed || !is_dir_kind(n->kind) ? 0
 						: fs->cfg.timeout));

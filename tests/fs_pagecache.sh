@@ -8,7 +8,7 @@
 # The daemon's request counts come from .smolfs/stats.
 . "${SMOLFS_SRCDIR:-.}/tests/fs_lib.sh"
 
-plan 18
+plan 21
 
 fs_mount
 cd "$MNT" || exit 1
@@ -99,6 +99,24 @@ old
 new
 OUT
 
+cd / || exit 1
+fs_unmount
+
+# A cold read: the first open of an inode whose lookup gave it the text's
+# attributes needs no invalidation, so its read asks for no size: a lookup
+# per name on the path, the open and one read.
+fs_mount
+cd "$MNT" || exit 1
+B=$(req_base)
+s1=$(req_snap)
+od -c t/r/f/q >/dev/null
+s2=$(req_snap)
+d=$(req_delta "$s1" "$s2" "$B")
+[ "$d" = "4 0 1 1 0" ]
+check $? "a cold read after a remount: four lookups, the open, one read, no getattr (lookup getattr open read paged: $d)"
+file_is t/r/f/q "and it reads the cell" <<'OUT'
+two
+OUT
 cd / || exit 1
 fs_unmount
 
