@@ -330,6 +330,90 @@ static void reverse_pairs(struct slice in, struct buf *out)
 	free(items);
 }
 
+/* Walk it (forward or backward) to its end; the shortest key handed out in *shortest. */
+static int walk_ikeys(struct iter *it, int backward, size_t *shortest)
+{
+	*shortest = SIZE_MAX;
+	for (backward ? iter_seek_last(it) : iter_seek_first(it); iter_valid(it);
+	     backward ? iter_prev(it) : iter_next(it))
+		if (iter_key(it).len < *shortest)
+			*shortest = iter_key(it).len;
+	return iter_status(it);
+}
+
+/*
+ * A block of internal keys holding one key shorter than its 8-byte
+ * trailer (damage whose checksum was made right): read with ikey_cmp_fn, as
+ * SSTables read their blocks, it is -EUCLEAN, walked either way or sought,
+ * whether the short key is a restart point (compared in the binary search)
+ * or decoded in a scan; no key of fewer than 8 bytes is handed out, since
+ * ikey_cmp would read outside it.  Read as a block of plain keys it is
+ * sound.
+ */
+static void test_short_internal_key(void)
+{
+	static const int intervals[] = { 1, 16 };
+
+	for (size_t i = 0; i < sizeof(intervals) / sizeof(intervals[0]); i++) {
+		struct block_builder b;
+		struct buf k = BUF_INIT, target = BUF_INIT;
+		struct block blk;
+		struct iter *it;
+		size_t shortest;
+		int r;
+
+		blk_builder_init(&b, intervals[i]);
+		for (char c = 'a'; c <= 'e'; c++) {
+			char uk[2] = { c, 0 };
+			buf_clear(&k);
+			if (c == 'c')
+				buf_append(&k, "c-raw", 5);   /* no room for a trailer */
+			else
+				ikey_append(&k, slice_str(uk), 100, KT_PUT);
+			blk_add(&b, buf_slice(&k), slice_str("v"));
+		}
+		is_int(blk_parse(blk_finish(&b), &blk), 0, "short key, interval %d: the block parses",
+		       intervals[i]);
+		it = blk_iter_new(&blk, ukey_cmp_fn, NULL, NULL);
+		r = walk_ikeys(it, 0, &shortest);
+		ok(r == 0 && shortest == 5, "short key, interval %d: read as plain keys it is sound "
+		   "(%d)", intervals[i], r);
+		iter_destroy(it);
+
+		it = blk_iter_new(&blk, ikey_cmp_fn, NULL, NULL);
+		r = walk_ikeys(it, 0, &shortest);
+		ok(r == -EUCLEAN && shortest >= IKEY_TRAILER, "short key, interval %d: read as "
+		   "internal keys, a forward walk is -EUCLEAN before the short key (%d, shortest %zu)",
+		   intervals[i], r, shortest == SIZE_MAX ? 0 : shortest);
+		ok(strstr(err_last(), "trailer") != NULL, "and the message says why (%s)",
+		   err_last());
+		iter_destroy(it);
+		it = blk_iter_new(&blk, ikey_cmp_fn, NULL, NULL);
+		r = walk_ikeys(it, 1, &shortest);
+		ok(r == -EUCLEAN && shortest >= IKEY_TRAILER, "short key, interval %d: so is a "
+		   "backward walk (%d)", intervals[i], r);
+		iter_destroy(it);
+		for (char c = 'a'; c <= 'e'; c += 4) {
+			char uk[2] = { c, 0 };
+			it = blk_iter_new(&blk, ikey_cmp_fn, NULL, NULL);
+			ikey_append(&target, slice_str(uk), 200, KT_SEEK);
+			iter_seek(it, buf_slice(&target));
+			r = iter_status(it);
+			/* the search of 'a' with interval 16 never meets the short key: it may succeed */
+			ok(c == 'a' && intervals[i] == 16 ? r == 0 && iter_valid(it) :
+			   r == -EUCLEAN && !iter_valid(it),
+			   "short key, interval %d: a seek to %c %s (%d)", intervals[i], c,
+			   c == 'a' && intervals[i] == 16 ? "before it finds its key" :
+			   "that meets it is -EUCLEAN", r);
+			buf_clear(&target);
+			iter_destroy(it);
+		}
+		blk_builder_free(&b);
+		buf_free(&k);
+		buf_free(&target);
+	}
+}
+
 static void test_handmade_damage(void)
 {
 	struct set s = make_set(40, 300);
@@ -565,7 +649,7 @@ int main(void)
 	static const size_t sizes[] = { 1, 2, 17, 1000 };
 	static const int intervals[] = { 1, 2, 16, 1000 };
 
-	plan(185);
+	plan(199);
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
 		for (size_t j = 0; j < sizeof(intervals) / sizeof(intervals[0]); j++)
 			test_round_trip(sizes[i], intervals[j]);
@@ -573,6 +657,7 @@ int main(void)
 	test_release();
 	test_internal_keys();
 	test_handmade_damage();
+	test_short_internal_key();
 	test_truncation();
 	test_flips();
 	test_big_entry();

@@ -21,6 +21,7 @@
 #include "util.h"
 #include "tap.h"
 #include "testutil.h"
+#include "dbtest.h"
 
 #include <ftw.h>
 #include <pthread.h>
@@ -179,33 +180,6 @@ static int delete_range(struct kv_db *db, char space, long from, long to)
 static struct version *live_version(struct kv_db *db)
 {
 	return db->trees[0]->vt->current;
-}
-
-/*
- * Wait (up to 20 s) until no flush or compaction is running or due; 1 if so,
- * 0 at once after a background error (the work would never be done).
- */
-static int wait_idle(struct kv_db *db)
-{
-	for (int i = 0; i < 10000; i++) {
-		int busy, err;
-
-		pthread_mutex_lock(&db->mu);
-		/* deletions and retired logs run with the mutex released: wait for them too */
-		busy = db->trees[0]->imm || db->compacting || db->manual || db_needs_compaction(db) ||
-		       db->deleting || db->nretired;
-		err = db->bg_error;
-		pthread_mutex_unlock(&db->mu);
-		if (err) {
-			diag("background error %d: %s", err, kv_strerror(err));
-			return 0;
-		}
-		if (!busy)
-			return 1;
-		usleep(2000);
-	}
-	diag("background work did not settle");
-	return 0;
 }
 
 /*

@@ -23,7 +23,9 @@
  *     and the compaction thread comes free: no compaction of the tree starts
  *     (its result could not be recorded once the drop is applied, and that
  *     error would stop the database); the drop succeeds and the database
- *     goes on;
+ *     goes on.  The holds there are of the compaction thread's calls alone
+ *     (env_fault_hold_in), and the test reads db->mu's state (dbtest.h);
+ *     test_drop_compaction says why;
  *   - power cuts while the fsyncs of the retired logs have not happened
  *     (held), each unsynced page of every file kept, dropped or zeroed at
  *     random (seeded, as in kv_powercut): the database opens, holds every
@@ -37,6 +39,7 @@
 #include "util.h"
 #include "tap.h"
 #include "testutil.h"
+#include "dbtest.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -362,6 +365,7 @@ out:
 struct dropper {
 	struct kv_db *db;
 	struct kv_tree *t;
+	const char *name;      /* the thread's name, for env_fault_hold_in */
 	int r;
 	int done;
 	pthread_t thread;
@@ -371,6 +375,8 @@ static void *drop_main(void *arg)
 {
 	struct dropper *d = arg;
 
+	if (d->name)
+		pthread_setname_np(pthread_self(), d->name);
 	d->r = kv_tree_drop(d->db, d->t);
 	__atomic_store_n(&d->done, 1, __ATOMIC_RELEASE);
 	return NULL;
@@ -429,6 +435,45 @@ static int flushed_wait(struct kv_db *db, long ms)
 	return idle;
 }
 
+/* Wait up to ms until more than total calls have been held, one held now: 1 if so. */
+static int held_more_wait(struct kv_env *fe, long total, long ms)
+{
+	long now = 0;
+
+	for (long t = 0; t <= ms; t += 5) {
+		long n = env_fault_held(fe, &now);
+		if (n >= 1 && now > total)
+			return 1;
+		usleep(5000);
+	}
+	return 0;
+}
+
+/* No deletion pass runs.  REQUIRES db->mu held. */
+static int no_deletion(struct kv_db *db)
+{
+	return !db->deleting;
+}
+
+/*
+ * The compaction thread is made to wait in the deletion pass that follows
+ * its compaction of e (white-box: db->mu, db->deleting, db->compacting, and
+ * the engine's thread names), and the test must know that the pass is its
+ * own.  Deletion passes are run by whichever thread asks first (the flush
+ * thread after a flush, the log thread after retiring a log, a reader that
+ * drops the last reference to a version), the others only asking that pass
+ * to go round once more.  So holding every thread's unlinks of tables is not
+ * enough: if the flush thread came first it would wait in the unlink
+ * instead, the flushes of d would stop, and its puts would wait forever
+ * behind a full memtable; and which thread comes first depends on timing.
+ * Hence: every hold here is of the compaction thread's calls (and the drop
+ * thread's) alone, and the compaction of e is held before its edit, in the
+ * fsync of its output, until every flush, retired log and deletion has
+ * ended; nothing then runs that could start a pass but the compaction
+ * thread itself, which is held again in the first unlink of its pass.
+ */
+#define DROP_THREAD "test-drop"
+
 static void test_drop_compaction(void)
 {
 	struct kv_env *fe = env_fault_new(env_posix());
@@ -437,7 +482,8 @@ static void test_drop_compaction(void)
 	struct kv_tree *td, *te;
 	struct kv_options o;
 	struct kv_db *db;
-	int r, done, early;
+	long total = 0;
+	int r, done, compacting = 1;
 
 	options(&o, fe);
 	o.l0_compaction_trigger = 2;
@@ -449,39 +495,52 @@ static void test_drop_compaction(void)
 	if (!is_int(r, 0, "drop: open, trees d and e"))
 		goto out;
 	/*
-	 * The compaction thread compacts e (two level-0 files), then waits in
-	 * the unlink of e's old tables with no compaction running; meanwhile d
-	 * gets two level-0 files of its own, so it needs a compaction too.
+	 * e gets two level-0 files (one flush each), so the compaction thread
+	 * compacts them, and waits in the fsync of its output; the flush thread,
+	 * which syncs tables too, is not held.
 	 */
-	env_fault_hold(fe, ENV_OP_UNLINK, ".sst");
-	r = put_tree(db, te, 0, 300);
-	ok(r == 0 && held_wait(fe, 1, PATIENCE_MS), "drop: e compacted, and the compaction "
-	   "thread waits in the unlink of its old tables (%s)", kv_strerror(r));
+	env_fault_hold_in(fe, ENV_OP_SYNC, ".sst", DB_THREAD_COMPACT);
+	for (int i = 0; i < 2 && r == 0; i++)
+		if ((r = put_tree(db, te, i * 50, 50)) == 0)
+			r = kv_flush(db);
+	ok(r == 0 && held_wait(fe, 1, PATIENCE_MS) && db_wait(db, db_settled_but_compaction),
+	   "drop: e's compaction waits in the fsync of its output, and every flush, retired log "
+	   "and deletion has ended (%s)", kv_strerror(r));
+	/* its edit recorded, the compaction thread deletes e's old tables, and waits there */
+	env_fault_held(fe, &total);
+	env_fault_hold_in(fe, ENV_OP_UNLINK, ".sst", DB_THREAD_COMPACT);
+	ok(held_more_wait(fe, total, PATIENCE_MS), "drop: e compacted, and the compaction "
+	   "thread waits in the unlink of its old tables");
+	/* d's flushes go on: the pass on its way only goes round once more for them */
 	r = put_tree(db, td, 0, 300);
 	ok(r == 0 && l0_wait(db, "d", 2, PATIENCE_MS) && flushed_wait(db, PATIENCE_MS),
 	   "drop: d has level-0 files enough for a compaction, and no flush runs (%s)",
 	   kv_strerror(r));
 
 	/* the drop of d waits in its manifest fsync; the unlink stays held */
-	env_fault_hold(fe, ENV_OP_UNLINK | ENV_OP_SYNC, ".sst|MANIFEST");
+	env_fault_hold_in(fe, ENV_OP_UNLINK | ENV_OP_SYNC, ".sst|MANIFEST",
+			  DB_THREAD_COMPACT "|" DROP_THREAD);
 	d.db = db;
 	d.t = td;
+	d.name = DROP_THREAD;
 	if (pthread_create(&d.thread, NULL, drop_main, &d) != 0) {
 		perror("pthread_create");
 		exit(1);
 	}
 	ok(held_wait(fe, 2, PATIENCE_MS), "drop: the drop of d waits in its manifest fsync");
 	/*
-	 * The unlink goes on and the compaction thread comes free: a compaction
-	 * of d would wait in the fsync of its table.  As in test_sync_held, a
-	 * short bound shows what must not happen: a loaded machine can only hide
-	 * a compaction that starts, never invent one.
+	 * The unlink goes on and the compaction thread comes free.  It ends its
+	 * pass (db->deleting cleared) and goes on to choose its next work
+	 * without releasing db->mu, so once no pass runs it has chosen: a
+	 * compaction of d would be running (and waiting in its table's fsync).
 	 */
-	env_fault_hold(fe, ENV_OP_SYNC, ".sst|MANIFEST");
-	for (long t = 0; t < PATIENCE_MS && env_fault_held(fe, NULL) > 1; t += 5)
-		usleep(5000);   /* the unlink wakes up */
-	early = held_wait(fe, 2, 1000);
-	ok(!early, "drop: no compaction of d starts while its drop is on its way (%ld calls "
+	env_fault_hold_in(fe, ENV_OP_SYNC, ".sst|MANIFEST", DB_THREAD_COMPACT "|" DROP_THREAD);
+	if (db_wait(db, no_deletion)) {
+		pthread_mutex_lock(&db->mu);
+		compacting = db->compacting;
+		pthread_mutex_unlock(&db->mu);
+	}
+	ok(!compacting, "drop: no compaction of d starts while its drop is on its way (%ld calls "
 	   "held)", env_fault_held(fe, NULL));
 	env_fault_release(fe);
 	done = 0;
@@ -638,20 +697,12 @@ static void test_power_cuts(void)
 
 int main(void)
 {
-	plan(35);
+	plan(36);
 	make_tmpdir("kv_logsync");
 	test_sync_held();
 	test_unlink_held();
 	test_manifest_held();
-	/*
-	 * Not run: its hold of every .sst unlink also stops the log thread's
-	 * deletion of obsolete files, and then the puts of d can wait forever
-	 * (seen under ASan, where the log thread came first).  The hold must be
-	 * narrowed to the compaction thread's unlink before it runs again.
-	 */
-	if (0)
-		test_drop_compaction();
-	skip(10, "drop during a compaction: the unlink hold also stops the log thread");
+	test_drop_compaction();
 	test_power_cuts();
 	rm_rf(tmpdir);
 	return exit_status();

@@ -8,6 +8,8 @@
  * refused.
  */
 #include "kv.h"
+#include "env.h"
+#include "sst.h"
 #include "util.h"
 #include "tap.h"
 
@@ -285,6 +287,73 @@ static void test_no_manifest_several_trees(void)
 	free(dir);
 }
 
+/*
+ * A table the manifest names replaced by a sound table holding nothing (an
+ * SSTable with no entry: its bounds are empty, not internal keys): repair
+ * takes the table's properties for the manifest, and a version compares
+ * file bounds without checking their length, so the empty table is left
+ * out rather than named with empty bounds.  The database then opens and
+ * reads, without the replaced table's keys.
+ */
+static void test_empty_table(void)
+{
+	char *dir = xasprintf("%s/empty", tmpdir);
+	struct sst_options so = { 4096, 16, 0, 10 };
+	struct sst_props props;
+	struct sst_builder *b;
+	struct env_file *f;
+	struct kv_db *db = open_db(dir, 1);
+	char name[256], path[1024], k[32];
+	char *v = NULL;
+	size_t vl;
+	int r;
+
+	if (!db)
+		exit(1);
+	for (int i = 0; i < 10; i++) {
+		key_of(i, k);
+		kv_put(db, k, strlen(k), "v", 1, 0);
+	}
+	r = kv_flush(db);
+	kv_close(db);
+	if (!ok(r == 0 && find_file(dir, ".sst", name, sizeof(name)),
+		"empty table: a database with one table (%s)", kv_strerror(r)))
+		goto out;
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	unlink(path);
+	r = env_open_append(env_posix(), path, &f);
+	if (r == 0) {
+		b = sst_builder_new(f, &so, path);
+		r = sst_builder_finish(b, &props);
+		sst_builder_free(b);
+		if (r == 0) {
+			r = env_sync(f);
+			sst_props_free(&props);
+		}
+		env_close(f);
+	}
+	is_int(r, 0, "empty table: the table replaced by one without entries");
+	said.len = 0;
+	is_int(kv_repair(dir, NULL, on_report, NULL), 0, "empty table: kv_repair succeeds");
+	db = open_db(dir, 0);
+	ok(db != NULL, "empty table: the database opens");
+	if (db) {
+		key_of(3, k);
+		r = kv_get(db, NULL, k, strlen(k), &v, &vl);
+		is_int(r, -ENOENT, "empty table: a read finds nothing of the replaced table");
+		free(v);
+		r = kv_put(db, k, strlen(k), "w", 1, 0);
+		if (r == 0)
+			r = kv_flush(db);
+		if (r == 0)
+			r = kv_compact_range(db, NULL, 0, NULL, 0);
+		is_int(r, 0, "empty table: writes, a flush and a compaction go on");
+		kv_close(db);
+	}
+out:
+	free(dir);
+}
+
 /* A database in use is not repaired. */
 /*
  * A table whose index records lie: copy of a table (8 values of 8 KiB, each
@@ -415,11 +484,12 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
-	plan(32);
+	plan(38);
 	test_log_damaged_in_the_middle();
 	test_short_table_of_a_tree();
 	test_no_manifest_several_trees();
 	test_lying_records();
+	test_empty_table();
 	test_busy();
 	nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	buf_free(&said);

@@ -29,6 +29,7 @@
 #include "wal.h"
 #include "tap.h"
 #include "testutil.h"
+#include "dbtest.h"
 
 #include <ftw.h>
 #include <pthread.h>
@@ -952,32 +953,6 @@ static int check_small(struct kv_db *db, struct kv_tree *t, int n)
 		free(got);
 	}
 	return bad;
-}
-
-/* Wait until no flush or compaction is running or due (white-box); 1 if so. */
-static int wait_idle(struct kv_db *db)
-{
-	for (int i = 0; i < 10000; i++) {
-		int busy, err;
-
-		pthread_mutex_lock(&db->mu);
-		/* deletions and retired logs run with the mutex released: wait for them too */
-		busy = db->compacting || db->manual || db_needs_compaction(db) || db->deleting ||
-		       db->nretired;
-		for (size_t t = 0; t < db->ntrees; t++)
-			busy |= db->trees[t]->imm != NULL;
-		err = db->bg_error;
-		pthread_mutex_unlock(&db->mu);
-		if (err) {
-			diag("background error %d: %s", err, kv_strerror(err));
-			return 0;
-		}
-		if (!busy)
-			return 1;
-		usleep(2000);
-	}
-	diag("background work did not settle");
-	return 0;
 }
 
 static void test_logs(void)

@@ -12,7 +12,11 @@
  * The reader trusts nothing: blk_parse() checks the restart array once, and
  * the iterator checks every varint and length against the end of the entry
  * area as it decodes, so a damaged block yields -EUCLEAN through status()
- * and never an out-of-bounds read.  The iterator keeps the current key in a
+ * and never an out-of-bounds read.  In a block of internal keys (an
+ * iterator with ikey_cmp_fn: SSTable data, index and tombstone blocks) a
+ * key shorter than its 8-byte trailer is damage too, found once as the
+ * entry is decoded, so that the comparator, run far more often, need not
+ * check lengths.  The iterator keeps the current key in a
  * buffer (prefix compression means keys must be rebuilt) and points the value
  * straight into the block.
  */
@@ -268,6 +272,10 @@ static void parse_next(struct blk_iter *it)
 		corrupt(it, off, "restart point does not hold a whole key");
 		return;
 	}
+	if ((uint64_t)shared + unshared < it->min_key) {
+		corrupt(it, off, "an internal key shorter than its 8-byte trailer");
+		return;
+	}
 	it->key.len = shared;
 	key_reserve(it, (size_t)shared + unshared);
 	memcpy(it->key.data + shared, it->data + k, unshared);
@@ -292,6 +300,10 @@ static int restart_key(struct blk_iter *it, uint32_t i, struct slice *key)
 	k = decode_header(it, off, &shared, &unshared, &vlen);
 	if (k == 0 || shared != 0) {
 		corrupt(it, off, "restart point does not hold a whole key");
+		return 0;
+	}
+	if (unshared < it->min_key) {
+		corrupt(it, off, "an internal key shorter than its 8-byte trailer");
 		return 0;
 	}
 	*key = slice_make(it->data + k, unshared);
@@ -476,6 +488,7 @@ void blk_iter_init(struct blk_iter *it, const struct block *blk, key_cmp_fn cmp,
 	it->restarts = blk->contents.data + blk->restart_offset;
 	it->nrestarts = blk->nrestarts;
 	it->cmp = cmp;
+	it->min_key = cmp == ikey_cmp_fn ? IKEY_TRAILER : 0;
 	it->release = release;
 	it->release_arg = release_arg;
 	mark_invalid(it);

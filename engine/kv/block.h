@@ -77,6 +77,12 @@ struct blk_iter {
 	uint32_t nrestarts;
 	key_cmp_fn cmp;
 	/*
+	 * The shortest key an entry may hold: 8 (the trailer) when cmp is
+	 * ikey_cmp_fn, since ikey_cmp splits a key without checking its length;
+	 * a shorter one is damage, reported like any other.
+	 */
+	uint32_t min_key;
+	/*
 	 * cur is the offset of the current entry (limit when not positioned);
 	 * next_off the offset just past it; ridx the restart interval holding
 	 * cur, which prev() uses to find where to re-scan from.

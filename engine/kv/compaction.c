@@ -258,6 +258,7 @@ void *db_flush_main(void *arg)
 {
 	struct kv_db *db = arg;
 
+	pthread_setname_np(pthread_self(), DB_THREAD_FLUSH);   /* a name only: a failure is harmless */
 	pthread_mutex_lock(&db->mu);
 	while (!db->shutting_down) {
 		struct kv_tree *t;
@@ -849,6 +850,7 @@ void *db_compact_main(void *arg)
 {
 	struct kv_db *db = arg;
 
+	pthread_setname_np(pthread_self(), DB_THREAD_COMPACT);   /* a name only: a failure is harmless */
 	pthread_mutex_lock(&db->mu);
 	while (!db->shutting_down) {
 		struct compaction *c;

@@ -945,6 +945,7 @@ void *db_log_main(void *arg)
 {
 	struct kv_db *db = arg;
 
+	pthread_setname_np(pthread_self(), DB_THREAD_LOG);   /* a name only: a failure is harmless */
 	pthread_mutex_lock(&db->mu);
 	for (;;) {
 		struct retired_log rl;

@@ -178,6 +178,14 @@ struct kv_db {
  * level above that.  REQUIRES mu held.
  */
 int db_output_compression(const struct kv_tree *t, const struct version *v, int out_level);
+/*
+ * The background threads' names (pthread_setname_np, set by each thread as
+ * it starts): what top -H, gdb and perf show, and how a test's fault
+ * environment holds one thread's calls alone (env_fault_hold_in).
+ */
+#define DB_THREAD_FLUSH "kv-flush"
+#define DB_THREAD_COMPACT "kv-compact"
+#define DB_THREAD_LOG "kv-log"
 void *db_flush_main(void *arg);
 void *db_compact_main(void *arg);
 /* Write a memtable to a new level-0 table of t; adds it to edit. REQUIRES mu held (released inside). */

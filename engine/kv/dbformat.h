@@ -78,17 +78,15 @@ static inline int ikey_type(struct slice ikey)
 }
 
 /*
- * User key ascending, then trailer descending.  A key too short for its
- * trailer (a damaged block) compares as raw bytes: splitting it would read
- * outside it; the reader that meets it reports the damage (ikey_valid).
+ * User key ascending, then trailer descending.  REQUIRES both keys at least
+ * 8 bytes long (the trailer): keys we build always are, and every reader of
+ * keys from disk checks them as it decodes them (the block iterator, the
+ * manifest's file bounds and compact pointers, a table's properties), so
+ * this runs on every comparison without a length check.
  */
 static inline int ikey_cmp(struct slice a, struct slice b)
 {
-	int r;
-
-	if (a.len < IKEY_TRAILER || b.len < IKEY_TRAILER)
-		return slice_cmp(a, b);
-	r = slice_cmp(ikey_user(a), ikey_user(b));
+	int r = slice_cmp(ikey_user(a), ikey_user(b));
 
 	if (r == 0) {
 		uint64_t ta = ikey_trailer(a), tb = ikey_trailer(b);

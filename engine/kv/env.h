@@ -159,12 +159,23 @@ void env_fault_clear(struct kv_env *env);
 
 /*
  * Hold the calls of the kinds in ops_mask whose path contains match, or one
- * of its parts separated by '|' (NULL: every path): each waits, before it does anything, until the hold is
- * changed so that it no longer matches, or released.  For tests that show
- * who waits for an fsync or an unlink.  ENV_OP_SYNC holds file and
- * directory syncs, ENV_OP_SYNC_DIR directory syncs alone.
+ * of its parts separated by '|' (NULL: every path): each waits, before it
+ * does anything, until the hold is changed so that it no longer matches, or
+ * released.  For tests that show who waits for an fsync or an unlink.
+ * ENV_OP_SYNC holds file and directory syncs, ENV_OP_SYNC_DIR directory
+ * syncs alone.
  */
 void env_fault_hold(struct kv_env *env, unsigned ops_mask, const char *match);
+/*
+ * The same, holding only the calls made by the threads whose name (as set
+ * by pthread_setname_np) is threads or one of its '|'-separated parts (NULL:
+ * any thread).  The engine names its background threads kv-flush,
+ * kv-compact and kv-log (DB_THREAD_* in db.h), so a test can stop one of them where it
+ * chooses while the others, which do the same kinds of calls on the same
+ * kinds of files, go on.
+ */
+void env_fault_hold_in(struct kv_env *env, unsigned ops_mask, const char *match,
+		       const char *threads);
 void env_fault_release(struct kv_env *env);
 /* How many calls are held now; *total (if not NULL): how many have been held in all. */
 long env_fault_held(struct kv_env *env, long *total);

@@ -79,6 +79,7 @@ struct fault_env {
 	/* held calls (env_fault_hold): they wait on hold_cv until released */
 	unsigned hold_mask;
 	char *hold_match;
+	char *hold_threads;    /* NULL: calls of any thread are held */
 	long held;             /* calls waiting now */
 	long held_total;       /* calls that have waited */
 	pthread_cond_t hold_cv;
@@ -174,19 +175,17 @@ static int fault_err(int err, const char *what, const char *path)
 	return ERR_SET(err, "%s %s: %s (injected)", what, path ? path : "?", strerror(-err));
 }
 
-/* Whether a call of kind op on path is held: path contains one of the '|'-separated parts. */
-static int held(struct fault_env *fe, unsigned op, const char *path)
+/* Whether s contains (exact: is) one of the '|'-separated parts of list; never if s is NULL. */
+static int list_has(const char *list, const char *s, int exact)
 {
-	const char *m = fe->hold_match;
+	const char *m = list;
 
-	if (!(op & fe->hold_mask))
-		return 0;
-	if (!m)
-		return 1;
-	while (path) {
+	while (s) {
 		const char *bar = strchr(m, '|');
 		size_t n = bar ? (size_t)(bar - m) : strlen(m);
-		for (const char *p = path; *p; p++)
+		if (exact && strlen(s) == n && !strncmp(s, m, n))
+			return 1;
+		for (const char *p = s; !exact && *p; p++)
 			if (!strncmp(p, m, n))
 				return 1;
 		if (!bar)
@@ -194,6 +193,25 @@ static int held(struct fault_env *fe, unsigned op, const char *path)
 		m = bar + 1;
 	}
 	return 0;
+}
+
+/*
+ * Whether a call of kind op on path, made by the calling thread, is held:
+ * path contains one of the parts of hold_match, and the thread's name is one
+ * of the parts of hold_threads (see env_fault_hold_in).
+ */
+static int held(struct fault_env *fe, unsigned op, const char *path)
+{
+	char name[16];   /* a Linux thread name has at most 15 bytes */
+
+	if (!(op & fe->hold_mask))
+		return 0;
+	if (fe->hold_match && !list_has(fe->hold_match, path, 0))
+		return 0;
+	if (!fe->hold_threads)
+		return 1;
+	return pthread_getname_np(pthread_self(), name, sizeof(name)) == 0 &&
+	       list_has(fe->hold_threads, name, 1);
 }
 
 /*
@@ -721,6 +739,7 @@ void env_fault_free(struct kv_env *e)
 	forget_all(fe);
 	free(fe->match);
 	free(fe->hold_match);
+	free(fe->hold_threads);
 	pthread_cond_destroy(&fe->hold_cv);
 	pthread_mutex_destroy(&fe->mu);
 	free(fe);
@@ -766,7 +785,8 @@ void env_fault_clear(struct kv_env *e)
 	pthread_mutex_unlock(&fe->mu);
 }
 
-void env_fault_hold(struct kv_env *e, unsigned ops_mask, const char *match)
+void env_fault_hold_in(struct kv_env *e, unsigned ops_mask, const char *match,
+		       const char *threads)
 {
 	struct fault_env *fe = FE(e);
 
@@ -774,8 +794,15 @@ void env_fault_hold(struct kv_env *e, unsigned ops_mask, const char *match)
 	fe->hold_mask = ops_mask;
 	free(fe->hold_match);
 	fe->hold_match = match ? xstrdup(match) : NULL;
+	free(fe->hold_threads);
+	fe->hold_threads = threads ? xstrdup(threads) : NULL;
 	pthread_cond_broadcast(&fe->hold_cv);
 	pthread_mutex_unlock(&fe->mu);
+}
+
+void env_fault_hold(struct kv_env *e, unsigned ops_mask, const char *match)
+{
+	env_fault_hold_in(e, ops_mask, match, NULL);
 }
 
 void env_fault_release(struct kv_env *e)

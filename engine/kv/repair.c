@@ -407,9 +407,11 @@ static int put_table(struct repair *rp, struct vtree *t, int level, uint64_t old
 	e.tree = t->id;
 	if (had_old)
 		edit_del_file(&e, level, old_number);
-	edit_add_file(&e, level, number, p->file_size, buf_slice(&p->smallest),
-		      buf_slice(&p->largest), p->smallest_seq, p->largest_seq, p->num_entries,
-		      p->num_range_dels);
+	/* a table holding nothing has no bounds to name (a version compares them): it is left out */
+	if (p->num_entries + p->num_range_dels)
+		edit_add_file(&e, level, number, p->file_size, buf_slice(&p->smallest),
+			      buf_slice(&p->largest), p->smallest_seq, p->largest_seq,
+			      p->num_entries, p->num_range_dels);
 	r = vs_apply_only(rp->vs, &e);
 	edit_free(&e);
 	if (r == 0 && p->largest_seq > rp->max_seq)

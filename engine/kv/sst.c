@@ -1227,6 +1227,14 @@ static int load_props(struct sst *t)
 	}
 	if (seen != (1u << NPROPS) - 1)
 		goto bad;
+	/*
+	 * A table holding anything has internal keys for bounds: they become a
+	 * version's file bounds (repair takes them from here), which ikey_cmp
+	 * compares unchecked.  Only an empty table has empty ones.
+	 */
+	if ((t->props.num_entries || t->props.num_range_dels) &&
+	    (!ikey_valid(buf_slice(&t->props.smallest)) || !ikey_valid(buf_slice(&t->props.largest))))
+		goto bad;
 	t->props.file_size = t->file_size;
 	goto out;
 bad:

@@ -240,6 +240,9 @@ int edit_decode(struct version_edit *e, struct slice rec, const char *name)
 			if (!(p = dec_varint32(p, limit, &level)) || level >= NUM_LEVELS ||
 			    !(p = dec_lenprefixed(p, limit, &a)))
 				goto bad;
+			/* a table's largest key: pick_compaction compares it (ikey_cmp) */
+			if (!ikey_valid(a))
+				goto bad;
 			edit_set_compact_pointer(e, (int)level, a);
 			break;
 		case TAG_DELETED_FILE:

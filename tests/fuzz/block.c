@@ -5,6 +5,9 @@
  *     forward walk, walking backward from the last entry gives the same
  *     entries in reverse, and when the keys ascend, seeking each key finds
  *     it with its value.
+ *   - The input as a block of internal keys (as SSTables read theirs): every
+ *     key handed out, walking or seeking, has its 8-byte trailer; a shorter
+ *     one is -EUCLEAN.
  *   - The input as entries (length-prefixed keys and values; the first
  *     byte picks the restart interval): built into a block with the real
  *     builder, sorted, they parse and read back exactly, forward, backward
@@ -164,11 +167,58 @@ static void as_entries(const uint8_t *data, size_t size)
 	free(e);
 }
 
+/* Every key it of a block of internal keys hands out has its trailer; its status. */
+static int ikey_walk(struct iter *it, int forward)
+{
+	for (forward ? iter_seek_first(it) : iter_seek_last(it); iter_valid(it);
+	     forward ? iter_next(it) : iter_prev(it))
+		FUZZ_CHECK(iter_key(it).len >= IKEY_TRAILER, "a key of %zu bytes from a block of "
+			   "internal keys", iter_key(it).len);
+	return iter_status(it);
+}
+
+/*
+ * The input as a block of internal keys, read as SSTable blocks are (with
+ * ikey_cmp_fn, whose comparisons do not check lengths): forward, backward
+ * and by seeks to keys made of the input's first bytes, every key handed
+ * out has its 8-byte trailer, and a shorter one ends the walk with
+ * -EUCLEAN; no comparison reads outside a key (the sanitizers check that).
+ */
+static void as_ikey_block(const uint8_t *data, size_t size)
+{
+	struct block blk;
+	struct buf target = BUF_INIT;
+	struct iter *it;
+	int r;
+
+	if (blk_parse(slice_make(data, size), &blk) < 0)
+		return;
+	it = blk_iter_new(&blk, ikey_cmp_fn, NULL, NULL);
+	r = ikey_walk(it, 1);
+	FUZZ_CHECK(r == 0 || r == -EUCLEAN, "forward walk: status %d", r);
+	r = ikey_walk(it, 0);
+	FUZZ_CHECK(r == 0 || r == -EUCLEAN, "backward walk: status %d", r);
+	iter_destroy(it);
+	for (size_t n = 0; n <= 16 && n <= size; n += 4) {
+		it = blk_iter_new(&blk, ikey_cmp_fn, NULL, NULL);
+		buf_clear(&target);
+		ikey_append(&target, slice_make(data, n), n, KT_SEEK);
+		iter_seek(it, buf_slice(&target));
+		FUZZ_CHECK(!iter_valid(it) || iter_key(it).len >= IKEY_TRAILER, "seek: a key of %zu "
+			   "bytes from a block of internal keys", iter_key(it).len);
+		r = iter_status(it);
+		FUZZ_CHECK(r == 0 || r == -EUCLEAN, "seek: status %d", r);
+		iter_destroy(it);
+	}
+	buf_free(&target);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size > 1 << 16)
 		return 0;
 	as_block(data, size);
+	as_ikey_block(data, size);
 	as_entries(data, size);
 	return 0;
 }

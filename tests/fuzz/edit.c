@@ -3,7 +3,8 @@
  * (engine/kv/version.c: edit_decode).  An input is refused with -EUCLEAN
  * (or -EPROTONOSUPPORT for another format version), or decodes to an edit
  * whose every field is in range (levels below NUM_LEVELS, file key ranges
- * of valid internal keys with smallest <= largest, tree names of 1..64
+ * of valid internal keys with smallest <= largest, compact pointers of
+ * valid internal keys, tree names of 1..64
  * bytes without NUL) and whose encoding decodes again to the same edit,
  * field by field, and to the same encoding: decode(encode(decode(x))) ==
  * decode(x).
@@ -29,9 +30,12 @@ static void check_fields(const struct version_edit *e)
 	for (size_t i = 0; i < e->ndels; i++)
 		FUZZ_CHECK(e->dels[i].level >= 0 && e->dels[i].level < NUM_LEVELS, "level %d",
 			   e->dels[i].level);
-	for (int i = 0; i < e->ncp; i++)
+	for (int i = 0; i < e->ncp; i++) {
 		FUZZ_CHECK(e->cp_level[i] >= 0 && e->cp_level[i] < NUM_LEVELS, "level %d",
 			   e->cp_level[i]);
+		FUZZ_CHECK(ikey_valid(buf_slice(&e->cp_key[i])), "compact pointer %d: not a valid "
+			   "internal key (%zu bytes)", i, e->cp_key[i].len);
+	}
 	for (size_t i = 0; i < e->nfailed; i++)
 		FUZZ_CHECK(e->failed[i].number != 0, "failed log %zu: log number 0", i);
 	if (e->tree_name) {
