@@ -581,6 +581,12 @@ static int rekey(struct fs *fs, struct fs_node *n, uint64_t family_id, uint64_t 
 	n->attr = t->attr;
 	n->kind = t->kind;   /* a temporary file becomes a cell */
 	n->cached_ts = 0;
+	/*
+	 * What the kernel holds of it was given under the old name, and for a
+	 * temporary file not noted at all (ops.c, attrs_shown): its sealing
+	 * open must drop it.
+	 */
+	n->shown_mixed = 1;
 	if (t->kind == FS_CELL || t->kind == FS_TEMP)   /* a setting stays in its family */
 		n->family_id = family_id;
 	link_cell(fs, n);

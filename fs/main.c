@@ -67,6 +67,7 @@ static const struct fuse_opt smolfs_opts[] = {
 	OPT("sync", sync),
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
+	FUSE_OPT_KEY("allow_root", KEY_ALLOW_OTHER),   /* root too: mode checks as well */
 	FUSE_OPT_END,
 };
 
@@ -303,8 +304,8 @@ int main(int argc, char *argv[])
 	}
 	fs_datadir = datadir;
 	/*
-	 * default_permissions only where other users reach the mount.  Without
-	 * allow_other the kernel refuses everyone but the owner before any
+	 * default_permissions only where other users reach the mount (allow_other
+	 * or allow_root).  Without them the kernel refuses everyone but the owner before any
 	 * mode is looked at, and the owner holds every mode bit the tree shows
 	 * but a cell's execute bit (which the kernel checks without the option)
 	 * and the write bit of .smolfs/stats (which the daemon refuses itself):

@@ -1474,11 +1474,12 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 /*
  * access(2), faccessat(2) and chdir, asked only on a mount without
  * default_permissions (no allow_other: main.c), where the kernel checks no
- * mode itself.  The answer is the one the kernel gives from the modes the
- * tree shows where it does check them: the owner's, group's or others'
- * bits, and for root every read and write and an execute where some
- * execute bit is set.  So `test -x` of a cell is false (0644) and `test -w`
- * of .smolfs/stats too (0444), as with allow_other.
+ * mode itself; a request each.  The answer is the one the kernel gives
+ * from the modes the tree shows where it does check them: the owner's,
+ * group's or others' bits, and for root (uid 0) every read and write and
+ * an execute where some execute bit is set.  So `test -x` of a cell is
+ * false (0644), and `test -w` of .smolfs/stats (0444) for all but root, as
+ * with allow_other.
  */
 static void fs_access(fuse_req_t req, fuse_ino_t ino, int mask)
 {
