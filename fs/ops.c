@@ -1107,17 +1107,48 @@ static struct fs_node *node_ref_shown(struct fs *fs, struct fs_node *p, const ch
 }
 
 /*
- * How long the kernel may keep the attributes given for n.  None while a
- * descriptor is open on it: a writer's close may change the committed size
- * at any time, and a reader's lseek(SEEK_END) must ask the daemon, which
- * answers the length of the text that reader holds (reader_stat), not the
- * newest size a stat by name left in the inode.
+ * A reply gives the kernel st as n's attributes: note which text they show
+ * (fs_open's sealing open needs no invalidation while the kernel can hold
+ * only the attributes of the text it seals, and no page).  Under fs.lock;
+ * attr_timeout notes every reply that asks it for a timeout, attrs_shown
+ * the others.
  */
-static double attr_timeout(struct fs *fs, struct fs_node *n)
+static void note_shown(struct fs_node *n, const struct stat *st)
+{
+	uint64_t ts = timespec_to_ts(&st->st_mtim), len = (uint64_t)st->st_size;
+
+	if (n->kind != FS_CELL)
+		return;
+	if (!n->shown_any) {
+		n->shown_any = 1;
+		n->shown_ts = ts;
+		n->shown_len = len;
+	} else if (n->shown_ts != ts || n->shown_len != len) {
+		n->shown_mixed = 1;
+	}
+}
+
+static void attrs_shown(struct fs *fs, struct fs_node *n, const struct stat *st)
+{
+	pthread_mutex_lock(&fs->lock);
+	note_shown(n, st);
+	pthread_mutex_unlock(&fs->lock);
+}
+
+/*
+ * How long the kernel may keep the attributes st given for n (noted:
+ * note_shown).  None while a descriptor is open on it: a writer's close
+ * may change the committed size at any time, and a reader's
+ * lseek(SEEK_END) must ask the daemon, which answers the length of the
+ * text that reader holds (reader_stat), not the newest size a stat by name
+ * left in the inode.
+ */
+static double attr_timeout(struct fs *fs, struct fs_node *n, const struct stat *st)
 {
 	int open;
 
 	pthread_mutex_lock(&fs->lock);
+	note_shown(n, st);   /* the reply these attributes go in */
 	/* -o ro: no value changes; a sealed node's attributes are its text's */
 	open = n->dirty_open || (n->readers && !fs->cfg.ro && !n->sealed);
 	pthread_mutex_unlock(&fs->lock);
@@ -1151,28 +1182,6 @@ static double ttl_timeout(struct fs *fs, const struct fs_node *n, const struct s
 	return (double)(end - now) / 1e6 < t ? (double)(end - now) / 1e6 : t;
 }
 
-/*
- * A reply gives the kernel st as n's attributes: note which text they show
- * (fs_open's sealing open needs no invalidation while the kernel can hold
- * only the attributes of the text it seals, and no page).
- */
-static void attrs_shown(struct fs *fs, struct fs_node *n, const struct stat *st)
-{
-	uint64_t ts = timespec_to_ts(&st->st_mtim), len = (uint64_t)st->st_size;
-
-	if (n->kind != FS_CELL)
-		return;
-	pthread_mutex_lock(&fs->lock);
-	if (!n->shown_any) {
-		n->shown_any = 1;
-		n->shown_ts = ts;
-		n->shown_len = len;
-	} else if (n->shown_ts != ts || n->shown_len != len) {
-		n->shown_mixed = 1;
-	}
-	pthread_mutex_unlock(&fs->lock);
-}
-
 /* What an entry's attributes and the lookup counts' timeouts are. */
 static void fill_entry(struct fs *fs, struct fs_node *n, const struct stat *st,
 		       struct fuse_entry_param *e)
@@ -1182,9 +1191,8 @@ static void fill_entry(struct fs *fs, struct fs_node *n, const struct stat *st,
 	e->generation = n->generation;
 	e->attr = *st;
 	e->attr.st_ino = n->ino;
-	e->attr_timeout = ttl_timeout(fs, n, st, attr_timeout(fs, n));
+	e->attr_timeout = ttl_timeout(fs, n, st, attr_timeout(fs, n, st));
 	e->entry_timeout = ttl_timeout(fs, n, st, fs->cfg.timeout);
-	attrs_shown(fs, n, st);
 }
 
 /* ------------------------------------------------------------ names to nodes */
@@ -1466,9 +1474,8 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		rc = 0;   /* a retired node's, or one whose cell expired: its descriptors' */
 	if (rc < 0)
 		return reply_err(req, rc, "getattr", n);
-	attrs_shown(fs, n, &st);
 	reply_failed("getattr", fuse_reply_attr(req, &st, ttl_timeout(fs, n, &st,
-								       attr_timeout(fs, n))));
+								       attr_timeout(fs, n, &st))));
 }
 
 /*
@@ -3335,13 +3342,11 @@ static int open_handle(struct fs *fs, struct fs_node *n, int flags, int created,
 	h->created = created;
 	pthread_mutex_lock(&fs->lock);
 	h->type = (enum cell_type)n->pending_type;   /* mknod then setxattr (tar --xattrs) */
-	pthread_mutex_unlock(&fs->lock);
-	h->pid = request_pid;
-	h->fresh = 1;
-	pthread_mutex_lock(&fs->lock);
 	if (n->opens < UINT_MAX)   /* 1 means this is the first */
 		n->opens++;
 	pthread_mutex_unlock(&fs->lock);
+	h->pid = request_pid;
+	h->fresh = 1;
 	if (h->writable && n->kind == FS_CELL) {
 		/* a writer never opens a sealed node ("Readers and the page cache") */
 		pthread_mutex_lock(&fs->lock);
