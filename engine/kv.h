@@ -259,7 +259,12 @@ int kv_tree_drop(struct kv_db *db, struct kv_tree *t);
 int kv_tree_list(struct kv_db *db, char ***names, size_t *n);
 const char *kv_tree_name(const struct kv_tree *t);
 
-/* Flush every tree's memtable to SSTables and wait for it. */
+/*
+ * Flush every tree's memtable to SSTables and wait for it.  A transient
+ * background error met meanwhile is waited out and retried twice (a full disk
+ * that stays full fails the call within two seconds); a compaction's error
+ * once the memtables are out is not returned (the next write meets it).
+ */
 int kv_flush(struct kv_db *db);
 /*
  * Compact every file that overlaps [start, end) down to the last level and

@@ -190,6 +190,18 @@ int db_bg_check(struct kv_db *db)
 	return ERR_SET(db->bg_error, "%s", db->bg_error_msg);
 }
 
+/* The CLOCK_REALTIME time (pthread_cond_timedwait's) micros from now. */
+static void deadline_in(uint64_t micros, struct timespec *ts)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	ts->tv_sec += (time_t)(micros / 1000000u);
+	ts->tv_nsec += (long)(micros % 1000000u) * 1000;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
 void db_bg_wait(struct kv_db *db)
 {
 	struct timespec ts;
@@ -204,13 +216,7 @@ void db_bg_wait(struct kv_db *db)
 		return;
 	}
 	wait = db->bg_retry_at - now;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += (time_t)(wait / 1000000u);
-	ts.tv_nsec += (long)(wait % 1000000u) * 1000;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	deadline_in(wait, &ts);
 	pthread_cond_timedwait(&db->work_cv, &db->mu, &ts);
 }
 
@@ -1598,6 +1604,30 @@ static void wait_deletions(struct kv_db *db)
 		pthread_cond_wait(&db->bg_cv, &db->mu);
 }
 
+/*
+ * Until a transient background error's retry time (db_bg_check then clears
+ * it, unless the disk is as full as when the work failed).  REQUIRES mu held.
+ */
+static void wait_retry(struct kv_db *db)
+{
+	struct timespec ts;
+	uint64_t now;
+
+	while (db->bg_error && db_error_transient(db->bg_error) &&
+	       (now = now_micros()) < db->bg_retry_at) {
+		deadline_in(db->bg_retry_at - now, &ts);
+		pthread_cond_timedwait(&db->bg_cv, &db->mu, &ts);
+	}
+}
+
+/*
+ * A flush that meets a transient background error (a flush or compaction
+ * that failed for a full disk while this one waited) waits for the retry
+ * and tries again, this many times: space freed meanwhile lets it succeed,
+ * a disk that stays full fails it within two backoffs (at most a second each).
+ */
+#define FLUSH_RETRIES 2
+
 int kv_flush(struct kv_db *db)
 {
 	API_ENTRY();
@@ -1607,16 +1637,22 @@ int kv_flush(struct kv_db *db)
 	if (db->opt.read_only)
 		return db_read_only(db);
 	pthread_mutex_lock(&db->mu);
-	/* lead the writers, so no one inserts while the memtables switch */
-	lead_enter(db, &w);
-	r = make_room(db, 1);
-	lead_leave(db, &w);
-	while (r == 0 && any_imm(db) && !db->bg_error) {
-		pthread_cond_broadcast(&db->work_cv);
-		pthread_cond_wait(&db->bg_cv, &db->mu);
+	for (int tries = 0;; tries++) {
+		/* lead the writers, so no one inserts while the memtables switch */
+		lead_enter(db, &w);
+		r = make_room(db, 1);
+		lead_leave(db, &w);
+		while (r == 0 && any_imm(db) && !db->bg_error) {
+			pthread_cond_broadcast(&db->work_cv);
+			pthread_cond_wait(&db->bg_cv, &db->mu);
+		}
+		/* a compaction's error once the memtables are out is not this call's */
+		if (r == 0 && any_imm(db))
+			r = ERR_SET(db->bg_error, "%s", db->bg_error_msg);
+		if (r == 0 || !db_error_transient(r) || tries == FLUSH_RETRIES)
+			break;
+		wait_retry(db);
 	}
-	if (r == 0 && db->bg_error)
-		r = ERR_SET(db->bg_error, "%s", db->bg_error_msg);
 	wait_deletions(db);
 	pthread_mutex_unlock(&db->mu);
 	return r;
