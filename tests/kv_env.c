@@ -400,6 +400,27 @@ static void log_is_exact(const char *path, const struct tlog *t, const char *wha
 	free(back);
 }
 
+/* How many of this process's maps are of path (/proc/self/maps), or -1. */
+static int maps_of(const char *path)
+{
+	FILE *m = fopen("/proc/self/maps", "r");
+	char line[4096];
+	size_t pl = strlen(path);
+	int n = 0;
+
+	if (!m)
+		return -1;
+	while (fgets(line, sizeof(line), m)) {
+		size_t l = strlen(line);
+
+		if (l && line[l - 1] == '\n')
+			line[--l] = 0;
+		n += l >= pl && !strcmp(line + l - pl, path);
+	}
+	fclose(m);
+	return n;
+}
+
 static void test_posix_log(void)
 {
 	struct kv_env *env = env_posix();
@@ -486,7 +507,10 @@ static void test_posix_log(void)
 	ok(holds_then_zeros(path, data, t.size, &len), "sync changes none of the log's bytes");
 	tlog_append(&t, 5);
 	is_int(t.failed, 0, "an append after sync succeeds");
+	ok(maps_of(path) >= 1, "a log being appended to is mapped (%d maps)", maps_of(path));
 	is_int(env_close(t.f), 0, "close a log");
+	/* its windows are unmapped by a helper thread; close waits for it */
+	is_int(maps_of(path), 0, "a closed log leaves no map of it behind");
 	log_is_exact(path, &t, "a log of small and big appends");
 
 	/* open_log of an existing file starts it afresh */
@@ -1012,7 +1036,7 @@ int main(void)
 {
 	struct kv_env *fe;
 
-	plan(244);
+	plan(246);
 	make_tmpdir("kv_env");
 	diag("directory %s", tmpdir);
 
