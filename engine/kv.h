@@ -298,6 +298,8 @@ struct kv_stats {
 	uint64_t flushes;
 	uint64_t compactions;
 	uint64_t stall_micros;          /* time writers waited for flush or compaction */
+	uint64_t paced_writes;          /* writes that waited for a flush to catch up (at most
+					   2 ms each: see smolfs(5), "write pacing") */
 	uint64_t disk_bytes;            /* live SSTables + log, now */
 	int files_per_level[8];         /* over all trees */
 };

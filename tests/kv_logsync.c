@@ -26,6 +26,11 @@
  *     goes on.  The holds there are of the compaction thread's calls alone
  *     (env_fault_hold_in), and the test reads db->mu's state (dbtest.h);
  *     test_drop_compaction says why;
+ *   - the flush of a memtable held in the creation of its table (no
+ *     progress at all): the next memtable fills to three quarters unpaced, and every
+ *     write past that is paced (waits a bounded time for the flush to catch
+ *     up) and goes through, where without pacing the write that found the
+ *     memtable full would have waited for the whole flush;
  *   - power cuts while the fsyncs of the retired logs have not happened
  *     (held), each unsynced page of every file kept, dropped or zeroed at
  *     random (seeded, as in kv_powercut): the database opens, holds every
@@ -695,14 +700,83 @@ static void test_power_cuts(void)
 	free(dir);
 }
 
+/* mem_bytes of the default tree's active memtable, and whether a flush is on. */
+static size_t active_bytes(struct kv_db *db, int *flushing)
+{
+	size_t n;
+
+	pthread_mutex_lock(&db->mu);
+	n = mem_bytes(db->trees[0]->mem);
+	*flushing = db->trees[0]->imm != NULL;
+	pthread_mutex_unlock(&db->mu);
+	return n;
+}
+
+static void test_pacing(void)
+{
+	struct kv_env *fe = env_fault_new(env_posix());
+	char *dir = xasprintf("%s/pacing", tmpdir);
+	struct kv_options o;
+	struct kv_stats st;
+	struct kv_db *db;
+	size_t from, used;
+	long i = 0, before = 0, past = 0, expect = 0;
+	int r, flushing = 0;
+
+	options(&o, fe);
+	o.write_buffer_size = 64u << 10;
+	from = o.write_buffer_size / 4 * 3;
+	/* the flush thread's creation of its table: before it has written any entry */
+	env_fault_hold_in(fe, ENV_OP_OPEN, ".sst", DB_THREAD_FLUSH);
+	r = kv_open(dir, &o, &db);
+	if (!is_int(r, 0, "pacing: open"))
+		goto out;
+	/* the first memtable fills and its flush stops before its first entry */
+	for (; i < 5000 && r == 0 && (active_bytes(db, &flushing), !flushing); i++)
+		r = test_write_put(db, i, 0);
+	ok(r == 0 && held_wait(fe, 1, PATIENCE_MS), "pacing: %ld puts, and the flush of the "
+	   "first memtable waits in the creation of its table", i);
+	/* the next one up to three quarters: no pacing */
+	while (r == 0 && active_bytes(db, &flushing) + 400 < from) {
+		r = test_write_put(db, i++, 0);
+		before++;
+	}
+	kv_get_stats(db, &st);
+	ok(r == 0 && flushing && st.paced_writes == 0, "pacing: %ld puts fill the next memtable "
+	   "to three quarters, none paced (%llu)", before, (unsigned long long)st.paced_writes);
+	/* past it, with the flush making no progress: each put is paced, and returns */
+	while (r == 0 && (used = active_bytes(db, &flushing)) + 400 < o.write_buffer_size) {
+		expect += used > from;
+		r = test_write_put(db, i++, 0);
+		past++;
+	}
+	kv_get_stats(db, &st);
+	ok(r == 0 && past > 10 && st.paced_writes == (uint64_t)expect && env_fault_held(fe, NULL),
+	   "pacing: %ld puts up to the full memtable while the flush is held, every one past "
+	   "three quarters paced (%llu of %ld) and through", past,
+	   (unsigned long long)st.paced_writes, expect);
+	env_fault_release(fe);
+	r = kv_flush(db);
+	is_int(r, 0, "pacing: once released, the flushes go through (%s)", r ? kv_strerror(r) : "ok");
+	for (long j = 0; j < i && r == 0; j++)
+		r = test_write_check(db, j);
+	is_int(r, 0, "pacing: all %ld puts read back", i);
+	kv_close(db);
+out:
+	kv_destroy(dir, NULL);
+	env_fault_free(fe);
+	free(dir);
+}
+
 int main(void)
 {
-	plan(36);
+	plan(42);
 	make_tmpdir("kv_logsync");
 	test_sync_held();
 	test_unlink_held();
 	test_manifest_held();
 	test_drop_compaction();
+	test_pacing();
 	test_power_cuts();
 	rm_rf(tmpdir);
 	return exit_status();

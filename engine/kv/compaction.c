@@ -197,6 +197,7 @@ int db_write_level0(struct kv_db *db, struct kv_tree *t, struct memtable *m,
 	struct sst_builder *b = NULL;
 	struct env_file *f = NULL;
 	struct iter *it;
+	uint64_t done = 0;
 	int r;
 
 	memset(&props, 0, sizeof(props));
@@ -208,8 +209,13 @@ int db_write_level0(struct kv_db *db, struct kv_tree *t, struct memtable *m,
 		goto out;
 	b = sst_builder_new(f, &so, path);
 	it = mem_iter_new(m);
-	for (iter_seek_first(it); r == 0 && iter_valid(it); iter_next(it))
+	/* the progress the writers pace themselves by (pace_writes in db.c) */
+	for (iter_seek_first(it); r == 0 && iter_valid(it); iter_next(it)) {
 		r = sst_builder_add(b, iter_key(it), iter_value(it));
+		if (++done % 32 == 0)
+			__atomic_store_n(&t->imm_done, done, __ATOMIC_RELAXED);
+	}
+	__atomic_store_n(&t->imm_done, done, __ATOMIC_RELAXED);
 	iter_destroy(it);
 	it = mem_range_iter_new(m);
 	for (iter_seek_first(it); r == 0 && iter_valid(it); iter_next(it)) {

@@ -65,6 +65,7 @@ struct kv_tree {
 	struct memtable *mem;          /* active */
 	struct memtable *imm;          /* being flushed, or NULL */
 	uint64_t imm_log_boundary;     /* the log that began when imm was switched out */
+	uint64_t imm_done;             /* imm's entries the flush has written so far (atomic) */
 	int compression_level;
 	struct kv_compaction_filter *filter;
 	int dropped;
