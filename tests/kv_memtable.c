@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static struct slice S(const char *s)
 {
@@ -658,6 +659,10 @@ static void test_pool(void)
 
 	is_int(mem_pool_chunks(p), 0, "pool: a new pool keeps nothing");
 	is_int(pool_fill_check(m, n, 'a'), n, "pool: a pooled memtable reads back");
+	for (int t = 0; t < 1000 && !mem_pool_spare(p); t++)
+		usleep(5000);
+	is_int(mem_pool_spare(p), 1, "pool: with no kept chunk left, a fresh spare is made ready "
+	       "ahead of need");
 	mem_unref(m);
 	is_int(mem_pool_chunks(p), 4, "pool: freeing it keeps four chunks, the pool's limit");
 	m = mem_new_pooled(p);
@@ -667,6 +672,12 @@ static void test_pool(void)
 	mem_unref(m);
 	is_int(mem_pool_chunks(p), 4, "pool: and gave them back");
 	mem_pool_free(p);
+	p = mem_pool_new((size_t)1 << 20);   /* less than a chunk: keeps none */
+	m = mem_new_pooled(p);
+	is_int(pool_fill_check(m, 3000, 'q'), 3000, "pool: a pool that keeps nothing works");
+	is_int(mem_pool_spare(p), 0, "pool: and makes no spare");
+	mem_unref(m);
+	mem_pool_free(p);
 	m = mem_new_pooled(NULL);
 	is_int(pool_fill_check(m, 100, 'z'), 100, "pool: no pool works too");
 	mem_unref(m);
@@ -674,7 +685,7 @@ static void test_pool(void)
 
 int main(void)
 {
-	plan(72);
+	plan(75);
 	test_empty();
 	test_versions();
 	test_big_value();

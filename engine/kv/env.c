@@ -36,7 +36,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -334,25 +333,8 @@ static void helper_give(enum helper_kind kind, struct posix_file *f, char *addr,
 		helper.atfork = pthread_atfork(helper_prepare, helper_parent, helper_child) == 0;
 	if (!helper.started) {
 		pthread_t t;
-		pthread_attr_t a;
-		sigset_t all, old;
 
-		pthread_attr_init(&a);
-		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-		/*
-		 * Signals are for the application's threads, not this one;
-		 * but not the faults: a blocked SIGBUS raised by a load would
-		 * kill the process instead of reaching the guard.
-		 */
-		sigfillset(&all);
-		sigdelset(&all, SIGBUS);
-		sigdelset(&all, SIGSEGV);
-		sigdelset(&all, SIGFPE);
-		sigdelset(&all, SIGILL);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
-		helper.started = pthread_create(&t, &a, helper_main, NULL) == 0 ? 1 : -1;
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		pthread_attr_destroy(&a);
+		helper.started = helper_thread_create(&t, 1, helper_main, NULL) == 0 ? 1 : -1;
 	}
 	if (helper.started < 0) {
 		pthread_mutex_unlock(&helper.mu);

@@ -31,6 +31,7 @@ struct mem_pool;
 struct mem_pool *mem_pool_new(size_t max_bytes);
 void mem_pool_free(struct mem_pool *p);
 size_t mem_pool_chunks(struct mem_pool *p);   /* chunks kept for reuse now */
+int mem_pool_spare(struct mem_pool *p);        /* 1 while a fresh chunk is ready ahead of need */
 
 struct memtable *mem_new(void);            /* one reference; no pool */
 struct memtable *mem_new_pooled(struct mem_pool *p);   /* p may be NULL */

@@ -6,6 +6,7 @@
 #include "kv.h"
 
 #include <assert.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -326,4 +327,25 @@ uint64_t hash64(const void *p, size_t n, uint64_t seed)
 		h ^= k;
 	}
 	return fmix64(h ^ n);
+}
+
+int helper_thread_create(pthread_t *t, int detached, void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t a;
+	sigset_t all, old;
+	int r;
+
+	sigfillset(&all);
+	sigdelset(&all, SIGBUS);
+	sigdelset(&all, SIGSEGV);
+	sigdelset(&all, SIGFPE);
+	sigdelset(&all, SIGILL);
+	pthread_attr_init(&a);
+	if (detached)
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	r = pthread_create(t, &a, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&a);
+	return r;
 }

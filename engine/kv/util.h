@@ -12,6 +12,7 @@
 #define SMOLFS_UTIL_H
 
 #include <errno.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -62,6 +63,15 @@ static inline int slice_cmp(struct slice a, struct slice b)
 }
 
 /* Allocation: on exhaustion these print and abort, so callers never check. */
+/*
+ * Start a helper thread (detached if asked) with every signal blocked but
+ * the synchronous faults (SIGBUS, SIGSEGV, SIGFPE, SIGILL): signals are
+ * for the application's threads (a FUSE loop's SIGTERM must reach a thread
+ * that reads the device), and a blocked fault would kill the process
+ * instead of reaching a guard.  0 or a positive errno, as pthread_create.
+ */
+int helper_thread_create(pthread_t *t, int detached, void *(*fn)(void *), void *arg);
+
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
