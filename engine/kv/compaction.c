@@ -209,7 +209,8 @@ int db_write_level0(struct kv_db *db, struct kv_tree *t, struct memtable *m,
 		goto out;
 	b = sst_builder_new(f, &so, path);
 	it = mem_iter_new(m);
-	/* the progress the writers pace themselves by (pace_writes in db.c) */
+	/* the progress the writers pace themselves by (pace_writes in db.c), from 0 on a retry */
+	__atomic_store_n(&t->imm_done, 0, __ATOMIC_RELAXED);
 	for (iter_seek_first(it); r == 0 && iter_valid(it); iter_next(it)) {
 		r = sst_builder_add(b, iter_key(it), iter_value(it));
 		if (++done % 32 == 0)

@@ -1671,6 +1671,18 @@ static void wait_deletions(struct kv_db *db)
 		pthread_cond_wait(&db->bg_cv, &db->mu);
 }
 
+/* 1 if no tree has a memtable in flush or writes in its active one.  REQUIRES mu held. */
+static int nothing_to_flush(struct kv_db *db)
+{
+	for (size_t i = 0; i < db->ntrees; i++) {
+		struct kv_tree *t = db->trees[i];
+
+		if (!t->dropped && (t->imm || mem_entries(t->mem) + mem_range_dels(t->mem) > 0))
+			return 0;
+	}
+	return 1;
+}
+
 /*
  * Until a transient background error's retry time (db_bg_check then clears
  * it, unless the disk is as full as when the work failed).  REQUIRES mu held.
@@ -1713,9 +1725,11 @@ int kv_flush(struct kv_db *db)
 			pthread_cond_broadcast(&db->work_cv);
 			pthread_cond_wait(&db->bg_cv, &db->mu);
 		}
-		/* a compaction's error once the memtables are out is not this call's */
 		if (r == 0 && any_imm(db))
 			r = ERR_SET(db->bg_error, "%s", db->bg_error_msg);
+		/* a compaction's error once the memtables are out is not this call's */
+		if (r < 0 && nothing_to_flush(db))
+			r = 0;
 		if (r == 0 || !db_error_transient(r) || tries == FLUSH_RETRIES)
 			break;
 		wait_retry(db);

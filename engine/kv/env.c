@@ -65,6 +65,8 @@ struct posix_file {
 	size_t map_len;
 	uint64_t map_off;   /* file offset of the window; page aligned */
 	uint64_t populated_end;  /* the window's pages are faulted in (or asked to be) up to here */
+	int synced;              /* a log was synced (log_populate) ... */
+	uint64_t synced_at;      /* ... last at this size */
 	int jobs;           /* the log helper's jobs for this file not yet done (helper.mu) */
 	uint64_t size;      /* bytes appended: the file's length once closed */
 };
@@ -157,6 +159,10 @@ static int posix_sync(struct env_file *ef)
 	/* a shared map's dirty pages are the file's page cache: fdatasync covers them */
 	if (fdatasync(f->fd) < 0)
 		return err_path(errno, "fdatasync", f->path);
+	if (f->is_log) {
+		f->synced = 1;
+		f->synced_at = f->size;
+	}
 	return 0;
 }
 
@@ -201,9 +207,8 @@ static struct {
 	struct helper_job *head, *tail;
 	struct helper_job *running;   /* the job being done, out of the queue */
 	int started;                  /* 1: the thread runs; -1: it could not start */
-	int atfork;                   /* the fork handlers are registered */
 } helper = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
-	     NULL, NULL, NULL, 0, 0 };
+	     NULL, NULL, NULL, 0 };
 
 /* 0 once the kernel said it does not know MADV_POPULATE_WRITE (before 5.14). */
 static int populate_known = 1;
@@ -301,19 +306,32 @@ static void helper_child(void)
 	pthread_cond_init(&helper.done_cv, NULL);
 	helper.running = NULL;
 	helper.started = 0;
-	for (;;) {
-		if (j) {
-			helper_run(j);
-			if (j->f)
-				j->f->jobs--;
-			free(j);
-		}
-		if (!(j = helper.head))
-			break;
+	/*
+	 * The job the helper was doing is not done again: an unmap may have
+	 * been done already and its addresses given to another map since.
+	 * At worst the child keeps a window mapped, or a populate undone.
+	 */
+	if (j) {
+		if (j->f)
+			j->f->jobs--;
+		free(j);
+	}
+	while ((j = helper.head)) {
 		helper.head = j->next;
+		helper_run(j);
+		if (j->f)
+			j->f->jobs--;
+		free(j);
 	}
 	helper.tail = NULL;
 	pthread_mutex_unlock(&helper.mu);
+}
+
+static pthread_once_t helper_atfork_once = PTHREAD_ONCE_INIT;
+
+static void helper_atfork(void)
+{
+	pthread_atfork(helper_prepare, helper_parent, helper_child);
 }
 
 /*
@@ -328,9 +346,9 @@ static void helper_give(enum helper_kind kind, struct posix_file *f, char *addr,
 	j->f = f;
 	j->addr = addr;
 	j->len = len;
+	/* registered before the lock is taken: a fork meanwhile must not find it held */
+	pthread_once(&helper_atfork_once, helper_atfork);
 	pthread_mutex_lock(&helper.mu);
-	if (!helper.atfork)
-		helper.atfork = pthread_atfork(helper_prepare, helper_parent, helper_child) == 0;
 	if (!helper.started) {
 		pthread_t t;
 
@@ -362,11 +380,16 @@ static void helper_wait(struct posix_file *f)
 	pthread_mutex_unlock(&helper.mu);
 }
 
-/* The window goes: the helper unmaps it, after any populate of it still queued. */
+/*
+ * The map goes: a log's window through the helper (after any populate of it
+ * still queued), a table's read map at once.
+ */
 static void log_unmap(struct posix_file *f)
 {
-	if (f->map)
+	if (f->map && f->is_log)
 		helper_give(JOB_UNMAP, f, f->map, f->map_len);
+	else if (f->map)
+		munmap(f->map, f->map_len);
 	f->map = NULL;
 	f->map_len = 0;
 }
@@ -444,6 +467,13 @@ static void log_populate(struct posix_file *f)
 
 	if (!__atomic_load_n(&populate_known, __ATOMIC_RELAXED) ||
 	    f->populated_end >= end || f->populated_end >= f->size + LOG_POPULATE_STEP)
+		return;
+	/*
+	 * Not for a log synced within the last two steps of appends: populated
+	 * pages are dirty, so each fdatasync would write zeros ahead of the
+	 * records and write-protect them again before the appends reach them.
+	 */
+	if (f->synced && f->size - f->synced_at < 2 * LOG_POPULATE_STEP)
 		return;
 	from = f->size - f->size % (uint64_t)page;
 	if (from < f->populated_end)
