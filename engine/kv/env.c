@@ -463,8 +463,9 @@ static void log_populate(struct posix_file *f)
 {
 #ifdef MADV_POPULATE_WRITE
 	uint64_t end = f->map_off + f->map_len, from, to;
-	long page = sysconf(_SC_PAGESIZE);
+	long page;
 
+	/* called after every append: the common case returns before any call */
 	if (!__atomic_load_n(&populate_known, __ATOMIC_RELAXED) ||
 	    f->populated_end >= end || f->populated_end >= f->size + LOG_POPULATE_STEP)
 		return;
@@ -475,6 +476,7 @@ static void log_populate(struct posix_file *f)
 	 */
 	if (f->synced && f->size - f->synced_at < 2 * LOG_POPULATE_STEP)
 		return;
+	page = sysconf(_SC_PAGESIZE);
 	from = f->size - f->size % (uint64_t)page;
 	if (from < f->populated_end)
 		from = f->populated_end;
