@@ -221,6 +221,8 @@ struct record {
 	uint64_t disk_bytes;       /* sum of the db directory's file sizes after the workload */
 	uint64_t rss_kb;           /* the child's peak RSS so far */
 	uint64_t anon_kb, file_kb; /* peak RssAnon, RssFile during the workload */
+	uint64_t paced;            /* writes the engine paced during the workload (smolfs) */
+	uint64_t stall_us;         /* time writers waited inside the engine (smolfs) */
 	struct latency lat;
 	uint32_t note;
 };
@@ -610,6 +612,13 @@ struct engine_ops {
 	 * watches the process's CPU time and writes, which every engine shows.
 	 */
 	int (*busy)(struct bench_db *b);
+	/*
+	 * What the engine counts of its own write waits so far: writes it paced
+	 * and the time writers waited in all; NULL for an engine that does not
+	 * count them.  The difference over a write workload tells how many of its
+	 * slow puts were the engine waiting on purpose.
+	 */
+	void (*stalls)(struct bench_db *b, uint64_t *paced, uint64_t *stall_us);
 };
 
 /* ---- smolfs */
@@ -772,6 +781,15 @@ static int smol_busy(struct bench_db *b)
 	return st.files_per_level[0] >= L0_TRIGGER;
 }
 
+static void smol_stalls(struct bench_db *b, uint64_t *paced, uint64_t *stall_us)
+{
+	struct kv_stats st;
+
+	kv_get_stats(b->kv, &st);
+	*paced = st.paced_writes;
+	*stall_us = st.stall_micros;
+}
+
 static const struct engine_ops smol_ops = {
 	.name = "smolfs",
 	.open = smol_open,
@@ -787,6 +805,7 @@ static const struct engine_ops smol_ops = {
 	.entry = smol_entry,
 	.compact = smol_compact,
 	.busy = smol_busy,
+	.stalls = smol_stalls,
 };
 
 #ifdef HAVE_PEERS
@@ -1603,9 +1622,19 @@ static void run_workload(struct child *c, int w)
 	switch (w) {
 	case W_FILLSEQ:
 	case W_FILLRANDOM:
-	case W_OVERWRITE:
+	case W_OVERWRITE: {
+		uint64_t paced0 = 0, stall0 = 0;
+
+		if (c->db.ops->stalls)
+			c->db.ops->stalls(&c->db, &paced0, &stall0);
 		run_writes(c, w, &r);
+		if (c->db.ops->stalls) {
+			c->db.ops->stalls(&c->db, &r.paced, &r.stall_us);
+			r.paced -= paced0;
+			r.stall_us -= stall0;
+		}
 		break;
+	}
 	case W_READRANDOM:
 	case W_READRANDOM_COMPACTED:
 		run_readrandom(c, &r);
@@ -2579,12 +2608,14 @@ struct summary {
 	double max;                /* microseconds, the largest of any run */
 	double over_1ms, over_10ms;
 	double anon_kb, file_kb, settle_secs;
+	double paced, stall_us;    /* medians; 0 for engines that do not count them */
 	int settle_timeouts;       /* runs whose settle() ended at the timeout */
 };
 
 enum metric {
 	M_OPS, M_MB, M_US, M_DISK, M_RSS, M_FOUND, M_N, M_COMPACT, M_LAT_N, M_P50, M_P99, M_P999,
 	M_MAX, M_OVER_1MS, M_OVER_10MS, M_ANON, M_FILE, M_SETTLE, M_SETTLE_TIMEOUT,
+	M_PACED, M_STALL,
 };
 
 static double metric(const struct record *r, enum metric m)
@@ -2628,6 +2659,10 @@ static double metric(const struct record *r, enum metric m)
 		return r->settle_secs;
 	case M_SETTLE_TIMEOUT:
 		return r->settle_timed_out;
+	case M_PACED:
+		return r->paced;
+	case M_STALL:
+		return r->stall_us;
 	}
 	return 0;
 }
@@ -2700,6 +2735,8 @@ static void summarize(struct results *res, int vs, int engine, int w, struct sum
 	s->anon_kb = median_of(res, vs, engine, w, M_ANON, &n);
 	s->file_kb = median_of(res, vs, engine, w, M_FILE, &n);
 	s->settle_secs = median_of(res, vs, engine, w, M_SETTLE, &n);
+	s->paced = median_of(res, vs, engine, w, M_PACED, &n);
+	s->stall_us = median_of(res, vs, engine, w, M_STALL, &n);
 	{
 		double v[res->nruns];
 
@@ -2902,6 +2939,10 @@ static void print_row(struct results *res, int vs, int engine, int w)
 		snprintf(notes + len, sizeof(notes) - len, "; compacted first in %.2f s",
 			 s.compact_secs);
 	len = strlen(notes);
+	if (s.paced > 0 || s.stall_us > 0)
+		snprintf(notes + len, sizeof(notes) - len, "%sstalled %.1f ms, %.0f writes paced",
+			 len ? "; " : "", s.stall_us / 1e3, s.paced);
+	len = strlen(notes);
 	if (s.settle_secs >= 1 || s.settle_timeouts)
 		snprintf(notes + len, sizeof(notes) - len, "%ssettled %.1f s%s", len ? "; " : "",
 			 s.settle_secs, s.settle_timeouts ? " (TIMED OUT)" : "");
@@ -2987,6 +3028,8 @@ static void print_value_size(const struct config *cfg, struct results *res, int 
 	       " count; anon, file: peak RssAnon and RssFile during the workload (sampled every\n"
 	       " 50 ms and at its end); RSS: the process's peak resident set up to the end of\n"
 	       " the workload; disk: the database directory's files after the workload;\n"
+	       " stalled, paced: smolfs's own count of the time writers waited in the engine\n"
+	       " and of the writes it paced to a flush, medians over the runs;\n"
 	       " settled: median wait for background work before the workload, shown from 1 s)\n",
 	       READSEQ_GROUP);
 
@@ -3279,6 +3322,8 @@ static void json_result(FILE *f, struct results *res, size_t vsize, int vs, int 
 		fprintf(f, ", \"latency_us\": {\"p50\": %.2f, \"p99\": %.2f, \"p99.9\": %.2f, "
 			"\"max\": %.2f, \"over_1ms\": %.0f, \"over_10ms\": %.0f}", s.p50, s.p99,
 			s.p999, s.max, s.over_1ms, s.over_10ms);
+	if (is_fill(w) && engine == E_SMOLFS)
+		fprintf(f, ", \"paced_writes\": %.0f, \"stall_micros\": %.0f", s.paced, s.stall_us);
 	n = 0;
 	if (s.compact_secs > 0 || w == W_COMPACT)
 		fprintf(f, ", \"compact_secs\": %.3f",
