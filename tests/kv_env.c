@@ -400,8 +400,12 @@ static void log_is_exact(const char *path, const struct tlog *t, const char *wha
 	free(back);
 }
 
-/* How many of this process's maps are of path (/proc/self/maps), or -1. */
-static int maps_of(const char *path)
+
+/*
+ * How many of this process's maps of path begin at file offset off (any
+ * offset if off is -1), or -1 (/proc/self/maps).
+ */
+static int maps_at(const char *path, int64_t off)
 {
 	FILE *m = fopen("/proc/self/maps", "r");
 	char line[4096];
@@ -412,13 +416,77 @@ static int maps_of(const char *path)
 		return -1;
 	while (fgets(line, sizeof(line), m)) {
 		size_t l = strlen(line);
+		unsigned long long o;
 
 		if (l && line[l - 1] == '\n')
 			line[--l] = 0;
-		n += l >= pl && !strcmp(line + l - pl, path);
+		if (l >= pl && !strcmp(line + l - pl, path) &&
+		    sscanf(line, "%*x-%*x %*s %llx", &o) == 1 && (off < 0 || o == (unsigned long long)off))
+			n++;
 	}
 	fclose(m);
 	return n;
+}
+
+static int maps_of(const char *path)
+{
+	return maps_at(path, -1);
+}
+
+/* Wait up to 10 s for maps_at(path, off) to be want; returns what it last was. */
+static int wait_maps_at(const char *path, int64_t off, int want)
+{
+	int n = maps_at(path, off);
+
+	for (int i = 0; i < 1000 && n != want; i++) {
+		usleep(10000);
+		n = maps_at(path, off);
+	}
+	return n;
+}
+
+/*
+ * A log's next window is mapped by the helper thread once the appends are
+ * half way through the current one, and the appends that reach it use
+ * that map; a window the appends have left is unmapped; a close with a
+ * next window prepared leaves no map behind.  The first window is 64 KiB,
+ * the second 64 KiB from offset 64 KiB.
+ */
+static void test_log_next_window(void)
+{
+	struct kv_env *env = env_posix();
+	const size_t cap = 1u << 20;
+	char *data = xmalloc(cap);
+	struct tlog t = { .data = data, .cap = cap };
+	const char *path = tpath("log/next");
+	uint64_t rs = 77;
+	size_t len;
+
+	for (size_t i = 0; i < cap; i++)
+		data[i] = (char)(rand_next(&rs) | 1);
+	env_mkdir(env, tpath("log"));
+	is_int(env_open_log(env, path, &t.f), 0, "open a log for the next-window test");
+	while (t.size < (30u << 10))
+		tlog_append(&t, 1000);
+	is_int(maps_at(path, 64u << 10), 0, "below half of the first window no next one is mapped");
+	tlog_append(&t, 3000);
+	is_int(wait_maps_at(path, 64u << 10, 1), 1,
+	       "past half of the first window the next one (offset 64 KiB) is mapped ahead");
+	is_int(maps_at(path, 0), 1, "the first window is still mapped");
+	while (t.size < (70u << 10))
+		tlog_append(&t, 1000);
+	is_int(t.failed, 0, "appends across the window's end succeed");
+	is_int(wait_maps_at(path, 0, 0), 0, "the window the appends left is unmapped");
+	is_int(maps_at(path, 64u << 10), 1, "the appends go on in the window mapped ahead");
+	ok(holds_then_zeros(path, data, t.size, &len),
+	   "the log holds the appends in order across the prepared window, then only zeros");
+	while (t.size < (100u << 10))
+		tlog_append(&t, 1000);
+	is_int(wait_maps_at(path, 128u << 10, 1), 1, "and the window after it is mapped ahead too");
+	is_int(env_close(t.f), 0, "close the log with a next window mapped");
+	is_int(maps_of(path), 0, "a closed log leaves neither its window nor the next one mapped");
+	log_is_exact(path, &t, "a log written across prepared windows");
+	free(data);
 }
 
 static void test_posix_log(void)
@@ -1036,7 +1104,7 @@ int main(void)
 {
 	struct kv_env *fe;
 
-	plan(246);
+	plan(260);
 	make_tmpdir("kv_env");
 	diag("directory %s", tmpdir);
 
@@ -1044,6 +1112,7 @@ int main(void)
 	test_posix_list_dir();
 	test_posix_lock();
 	test_posix_log();
+	test_log_next_window();
 	test_posix_map();
 
 	env_mkdir(env_posix(), tpath("f"));

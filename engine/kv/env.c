@@ -20,8 +20,9 @@
  * closed; a process killed before that leaves the reserved tail as zeros,
  * which a log reader takes for the torn tail of an unfinished write (wal.h).
  * Where fallocate is not supported the file falls back to pwrite(2).  A
- * helper thread faults the window's pages in ahead of the appends and
- * unmaps full windows, so neither cost falls on the writer (log_populate).
+ * helper thread faults the window's pages in ahead of the appends, maps
+ * the next window before the appends reach it and unmaps full windows, so
+ * none of these costs falls on the writer (log_populate, log_prepare).
  *
  * fcntl locks belong to a process, so a second lock of the same file from
  * the same process would silently succeed; a process-wide table of locked
@@ -46,6 +47,8 @@
 /* The window of a log file's map grows with the file between these sizes. */
 #define LOG_WINDOW_MIN ((size_t)64 << 10)
 #define LOG_WINDOW_MAX ((size_t)4 << 20)
+/* The helper unmaps a window this much at a time, between its other jobs. */
+#define LOG_UNMAP_STEP ((size_t)512 << 10)
 /* The pages of a log's window are faulted in this far ahead of the appends (log_populate). */
 #define LOG_POPULATE_STEP ((size_t)512 << 10)
 /* Appends at least this large go through pwrite(2): the copy dominates anyway. */
@@ -65,6 +68,19 @@ struct posix_file {
 	size_t map_len;
 	uint64_t map_off;   /* file offset of the window; page aligned */
 	uint64_t populated_end;  /* the window's pages are faulted in (or asked to be) up to here */
+	/*
+	 * The next window, mapped by the helper before the appends reach the
+	 * end of this one (log_prepare).  The writer sets next_asked and the
+	 * three below it before giving the job; next_done and next_map are
+	 * the helper's (helper.mu).
+	 */
+	int next_asked;
+	uint64_t next_off;       /* page aligned: the end of the window before it */
+	size_t next_len;
+	size_t next_populate;    /* bytes at its start to fault in once mapped */
+	uint64_t next_tried;     /* a window ending here asked for its next (or could not) */
+	int next_done;
+	char *next_map;          /* once next_done: the window, or NULL if it could not be mapped */
 	int synced;              /* a log was synced (log_populate) ... */
 	uint64_t synced_at;      /* ... last at this size */
 	int jobs;           /* the log helper's jobs for this file not yet done (helper.mu) */
@@ -187,11 +203,15 @@ static int posix_open_log(struct kv_env *env, const char *path, struct env_file 
  * path: faulting in the pages ahead of the appends (log_populate) and
  * unmapping a window that is full (an munmap of 4 MiB of written pages took
  * 3.4 ms on average and 22 ms at worst on this project's test VMs, in the
- * middle of a put).  Its jobs run in the order given, so a window's
- * populate always comes before its unmap; a log's close waits for its
- * file's jobs, so no map of a closed log is left behind.
+ * middle of a put).  Jobs a writer may soon wait for (populating, mapping
+ * the next window) come first, in the order given; unmaps only when none
+ * of those is queued, and LOG_UNMAP_STEP at a time, so a writer that finds
+ * its next window not mapped yet waits for at most one such step.  A
+ * window's populate is given before its unmap, so it is always done
+ * first.  A log's close waits for its file's jobs, so no map of a closed
+ * log is left behind.
  */
-enum helper_kind { JOB_POPULATE, JOB_UNMAP };
+enum helper_kind { JOB_POPULATE, JOB_UNMAP, JOB_PREPARE };
 
 struct helper_job {
 	struct helper_job *next;
@@ -204,21 +224,66 @@ struct helper_job {
 static struct {
 	pthread_mutex_t mu;
 	pthread_cond_t work_cv, done_cv;
-	struct helper_job *head, *tail;
-	struct helper_job *running;   /* the job being done, out of the queue */
+	struct helper_job *head, *tail;   /* populates and next windows, in order */
+	struct helper_job *lazy, *lazy_tail;   /* unmaps, once the queue above is empty */
+	struct helper_job *running;   /* the job being done, out of the queues */
 	int started;                  /* 1: the thread runs; -1: it could not start */
 } helper = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
-	     NULL, NULL, NULL, 0 };
+	     NULL, NULL, NULL, NULL, NULL, 0 };
 
 /* 0 once the kernel said it does not know MADV_POPULATE_WRITE (before 5.14). */
 static int populate_known = 1;
 
+static char *prepare_window(struct posix_file *f);
+static void populate(char *addr, size_t len);
+
+/* Do job j; a prepared window's map goes in j->addr (NULL if there is none). */
 static void helper_run(struct helper_job *j)
 {
-	if (j->kind == JOB_UNMAP) {
+	if (j->kind == JOB_UNMAP)
 		munmap(j->addr, j->len);
-		return;
+	else if (j->kind == JOB_PREPARE)
+		j->addr = prepare_window(j->f);
+	else
+		populate(j->addr, j->len);
+}
+
+/* Account for job j, done or dropped, and free it.  REQUIRES: helper.mu. */
+static void helper_done(struct helper_job *j)
+{
+	if (j->kind == JOB_PREPARE) {
+		j->f->next_map = j->addr;
+		j->f->next_done = 1;
 	}
+	if (j->f)
+		j->f->jobs--;
+	free(j);
+}
+
+/*
+ * Map f's next window (JOB_PREPARE) and fault in its first pages, so that
+ * the append that leaves the current window finds the next one ready: the
+ * writer's own mmap could wait ~1 ms for the helper's populate of the old
+ * window (both need the process's map lock), and its first stores into
+ * fresh pages faulted while the helper unmapped the old window (a put took
+ * 1.1-1.7 ms at every 4 MiB window of 1 KiB appends on this project's test
+ * VMs).  The window's space was reserved by the writer before it asked.
+ */
+static char *prepare_window(struct posix_file *f)
+{
+	void *p = mmap(NULL, f->next_len, PROT_READ | PROT_WRITE, MAP_SHARED, f->fd,
+		       (off_t)f->next_off);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	if (f->next_populate)
+		populate(p, f->next_populate);
+	return p;
+}
+
+/* Fault in [addr, addr + len) of a log's map and touch each page; see below. */
+static void populate(char *addr, size_t len)
+{
 #ifdef MADV_POPULATE_WRITE
 	struct mapguard g;
 	long page = sysconf(_SC_PAGESIZE);
@@ -229,7 +294,7 @@ static void helper_run(struct helper_job *j)
 	 * cannot back: the appends' stores then fault there themselves, under
 	 * their guard, and report it.
 	 */
-	if (madvise(j->addr, j->len, MADV_POPULATE_WRITE) < 0) {
+	if (madvise(addr, len, MADV_POPULATE_WRITE) < 0) {
 		if (errno == EINVAL)
 			__atomic_store_n(&populate_known, 0, __ATOMIC_RELAXED);
 		return;
@@ -243,13 +308,35 @@ static void helper_run(struct helper_job *j)
 	 * from any thread of the process, is enough.  Guarded: the file may
 	 * have been cut short since.
 	 */
-	mapguard_arm(&g, j->addr, j->len);
+	mapguard_arm(&g, addr, len);
 	if (sigsetjmp(g.jb, 0))
 		return;
-	for (size_t off = 0; off < j->len; off += (size_t)page)
-		(void)*(volatile const char *)(j->addr + off);
+	for (size_t off = 0; off < len; off += (size_t)page)
+		(void)*(volatile const char *)(addr + off);
 	mapguard_leave(&g);
+#else
+	(void)addr;
+	(void)len;
 #endif
+}
+
+/* The next job to do, out of its queue, or NULL if none.  REQUIRES: helper.mu. */
+static struct helper_job *helper_next(void)
+{
+	struct helper_job *j;
+
+	if ((j = helper.head)) {
+		helper.head = j->next;
+		if (!helper.head)
+			helper.tail = NULL;
+	} else if ((j = helper.lazy)) {
+		helper.lazy = j->next;
+		if (!helper.lazy)
+			helper.lazy_tail = NULL;
+	}
+	if (j)
+		j->next = NULL;
+	return j;
 }
 
 static void *helper_main(void *arg)
@@ -258,30 +345,38 @@ static void *helper_main(void *arg)
 	pthread_setname_np(pthread_self(), "kv-logmap");
 	pthread_mutex_lock(&helper.mu);
 	for (;;) {
-		struct helper_job *j = helper.head;
+		struct helper_job *j = helper_next();
 
 		if (!j) {
 			pthread_cond_wait(&helper.work_cv, &helper.mu);
 			continue;
 		}
-		helper.head = j->next;
-		if (!helper.head)
-			helper.tail = NULL;
 		helper.running = j;
 		pthread_mutex_unlock(&helper.mu);
+		if (j->kind == JOB_UNMAP && j->len > LOG_UNMAP_STEP) {
+			/* one step; the rest goes back to the front of the unmaps */
+			munmap(j->addr, LOG_UNMAP_STEP);
+			pthread_mutex_lock(&helper.mu);
+			helper.running = NULL;
+			j->addr += LOG_UNMAP_STEP;
+			j->len -= LOG_UNMAP_STEP;
+			j->next = helper.lazy;
+			helper.lazy = j;
+			if (!helper.lazy_tail)
+				helper.lazy_tail = j;
+			continue;
+		}
 		helper_run(j);
 		pthread_mutex_lock(&helper.mu);
 		helper.running = NULL;
-		if (j->f)
-			j->f->jobs--;
-		free(j);
+		helper_done(j);
 		pthread_cond_broadcast(&helper.done_cv);
 	}
 	return NULL;
 }
 
 /*
- * A fork copies the queue but not the thread.  The child does the jobs it
+ * A fork copies the queues but not the thread.  The child does the jobs it
  * was left itself (the maps are its own copies; a populate cut short in
  * the parent is only a populate) and starts its own thread when it needs
  * one, so a child that goes on writing a log never waits for a thread
@@ -309,21 +404,18 @@ static void helper_child(void)
 	/*
 	 * The job the helper was doing is not done again: an unmap may have
 	 * been done already and its addresses given to another map since.
-	 * At worst the child keeps a window mapped, or a populate undone.
+	 * At worst the child keeps a window mapped, or a populate undone, or
+	 * has no next window prepared (it maps one itself when it needs it).
 	 */
 	if (j) {
-		if (j->f)
-			j->f->jobs--;
-		free(j);
+		if (j->kind == JOB_PREPARE)
+			j->addr = NULL;
+		helper_done(j);
 	}
-	while ((j = helper.head)) {
-		helper.head = j->next;
+	while ((j = helper_next())) {
 		helper_run(j);
-		if (j->f)
-			j->f->jobs--;
-		free(j);
+		helper_done(j);
 	}
-	helper.tail = NULL;
 	pthread_mutex_unlock(&helper.mu);
 }
 
@@ -354,19 +446,29 @@ static void helper_give(enum helper_kind kind, struct posix_file *f, char *addr,
 
 		helper.started = helper_thread_create(&t, 1, helper_main, NULL) == 0 ? 1 : -1;
 	}
+	if (f)
+		f->jobs++;
 	if (helper.started < 0) {
 		pthread_mutex_unlock(&helper.mu);
 		helper_run(j);
-		free(j);
+		pthread_mutex_lock(&helper.mu);
+		helper_done(j);
+		pthread_mutex_unlock(&helper.mu);
 		return;
 	}
-	if (f)
-		f->jobs++;
-	if (helper.tail)
-		helper.tail->next = j;
-	else
-		helper.head = j;
-	helper.tail = j;
+	if (kind == JOB_UNMAP) {
+		if (helper.lazy_tail)
+			helper.lazy_tail->next = j;
+		else
+			helper.lazy = j;
+		helper.lazy_tail = j;
+	} else {
+		if (helper.tail)
+			helper.tail->next = j;
+		else
+			helper.head = j;
+		helper.tail = j;
+	}
 	pthread_cond_signal(&helper.work_cv);
 	pthread_mutex_unlock(&helper.mu);
 }
@@ -381,11 +483,37 @@ static void helper_wait(struct posix_file *f)
 }
 
 /*
- * The map goes: a log's window through the helper (after any populate of it
- * still queued), a table's read map at once.
+ * The next window f asked the helper for, once the helper has mapped it
+ * (NULL if it could not); none is asked for any more.
+ */
+static char *log_take_next(struct posix_file *f)
+{
+	char *p;
+
+	if (!f->next_asked)
+		return NULL;
+	pthread_mutex_lock(&helper.mu);
+	while (!f->next_done)
+		pthread_cond_wait(&helper.done_cv, &helper.mu);
+	p = f->next_map;
+	f->next_map = NULL;
+	f->next_done = 0;
+	f->next_asked = 0;
+	pthread_mutex_unlock(&helper.mu);
+	return p;
+}
+
+/*
+ * The map goes: a log's windows (the next one too, if one was prepared)
+ * through the helper, after any populate of them still queued; a table's
+ * read map at once.
  */
 static void log_unmap(struct posix_file *f)
 {
+	char *next = log_take_next(f);
+
+	if (next)
+		helper_give(JOB_UNMAP, f, next, f->next_len);
 	if (f->map && f->is_log)
 		helper_give(JOB_UNMAP, f, f->map, f->map_len);
 	else if (f->map)
@@ -415,6 +543,13 @@ static int log_reserve(struct posix_file *f, uint64_t end)
 	return 0;
 }
 
+/* The length of a window that begins at offset off: it grows with the file. */
+static size_t log_window_len(uint64_t off)
+{
+	return off < LOG_WINDOW_MIN ? LOG_WINDOW_MIN
+	       : off > LOG_WINDOW_MAX ? LOG_WINDOW_MAX : (size_t)off;
+}
+
 /*
  * Map a fresh window over the space from f->size on, reserving all of it
  * if the disk allows (else only what log_reserve reserved is ever stored
@@ -424,11 +559,21 @@ static int log_remap(struct posix_file *f)
 {
 	long page = sysconf(_SC_PAGESIZE);
 	uint64_t off = f->size - f->size % (uint64_t)page;
-	size_t len = f->size < LOG_WINDOW_MIN ? LOG_WINDOW_MIN
-		   : f->size > LOG_WINDOW_MAX ? LOG_WINDOW_MAX : (size_t)f->size;
+	size_t len = log_window_len(f->size);
+	char *next = log_take_next(f);
 	void *p;
 
 	log_unmap(f);
+	if (next && f->next_off == off) {
+		/* prepared: its space was reserved before it was asked for */
+		f->map = next;
+		f->map_len = f->next_len;
+		f->map_off = off;
+		f->populated_end = off + f->next_populate;
+		return 0;
+	}
+	if (next)
+		helper_give(JOB_UNMAP, f, next, f->next_len);
 	/* a store that faults must be an error, not the end of the process */
 	if (mapguard_install() < 0)
 		return ERR_SET(-EOPNOTSUPP, "%s: no SIGBUS handler, so no map", f->path);
@@ -459,6 +604,11 @@ static int log_remap(struct posix_file *f)
  * behind them.  A populate that fails or comes late just leaves the faults
  * to the stores (which are guarded): it is an optimization, never an error.
  */
+static int recently_synced(const struct posix_file *f)
+{
+	return f->synced && f->size - f->synced_at < 2 * LOG_POPULATE_STEP;
+}
+
 static void log_populate(struct posix_file *f)
 {
 #ifdef MADV_POPULATE_WRITE
@@ -474,7 +624,7 @@ static void log_populate(struct posix_file *f)
 	 * pages are dirty, so each fdatasync would write zeros ahead of the
 	 * records and write-protect them again before the appends reach them.
 	 */
-	if (f->synced && f->size - f->synced_at < 2 * LOG_POPULATE_STEP)
+	if (recently_synced(f))
 		return;
 	page = sysconf(_SC_PAGESIZE);
 	from = f->size - f->size % (uint64_t)page;
@@ -493,6 +643,37 @@ static void log_populate(struct posix_file *f)
 #else
 	(void)f;
 #endif
+}
+
+/*
+ * Once the appends are half way through the window, reserve the space of
+ * the next one and ask the helper to map it and fault in its first pages
+ * (prepare_window).  Where the space cannot be reserved now, nothing is
+ * asked: the appends reserve what they need themselves and fail if they
+ * cannot.
+ */
+static void log_prepare(struct posix_file *f)
+{
+	uint64_t end = f->map_off + f->map_len;
+	size_t len;
+
+	if (!f->map || f->next_asked || f->next_tried == end || f->size < end - f->map_len / 2)
+		return;
+	f->next_tried = end;
+	len = log_window_len(end);
+	if (end + len > f->reserved_end) {
+		if (fallocate(f->fd, 0, (off_t)end, (off_t)len) < 0)
+			return;
+		f->reserved = 1;
+		f->reserved_end = end + len;
+	}
+	f->next_off = end;
+	f->next_len = len;
+	f->next_populate = 0;
+	if (__atomic_load_n(&populate_known, __ATOMIC_RELAXED) && !recently_synced(f))
+		f->next_populate = 2 * LOG_POPULATE_STEP < len ? 2 * LOG_POPULATE_STEP : len;
+	f->next_asked = 1;
+	helper_give(JOB_PREPARE, f, NULL, 0);
 }
 
 static int pwrite_all(struct posix_file *f, const char *p, size_t n, uint64_t off)
@@ -609,6 +790,7 @@ static int log_append(struct posix_file *f, const char *p, size_t n)
 		n -= k;
 	}
 	log_populate(f);
+	log_prepare(f);
 	return 0;
 }
 
