@@ -1371,6 +1371,68 @@ out:
  * own zstd level where its data comes to rest (the deepest level holding
  * data, or deeper), zstd's fast level above, nothing if the tree has none.
  */
+static uint64_t compacted_written(struct kv_db *db)
+{
+	struct kv_stats st;
+
+	kv_get_stats(db, &st);
+	return st.bytes_compacted_written;
+}
+
+/*
+ * kv_compact_range merges each level into the next down to the deepest
+ * one, then rewrites the deepest level's tables it did not write itself:
+ * so a new version of every key over a compacted level 1 is written once,
+ * not merged into level 1 and then rewritten in place a second time.  A
+ * second compaction, with everything already at the bottom, does rewrite
+ * it in place (to drop what released snapshots held).
+ */
+static void test_compact_range_writes_once(void)
+{
+	enum { VLEN = 200 };
+	struct kv_options o;
+	struct kv_db *db;
+	char *dir = dbpath("once");
+	long n = scaled(4000, 500), *want = xcalloc((size_t)n, sizeof(long));
+	uint64_t before, written, bottom;
+	int r, errors = 0;
+
+	kv_options_init(&o);
+	o.write_buffer_size = 256 * 1024;
+	o.target_file_size = 256 * 1024;
+	r = kv_open(dir, &o, &db);
+	is_int(r, 0, "once: open");
+	if (r < 0)
+		goto out;
+	for (long i = 0; i < n; i++)
+		want[i] = 1;
+	errors += write_keys(db, 'w', 0, n, 1, want, VLEN);
+	kv_compact_range(db, NULL, 0, NULL, 0);
+	for (long i = 0; i < n; i++)
+		want[i] = 2;
+	errors += write_keys(db, 'w', 0, n, 1, want, VLEN);
+	kv_flush(db);
+	before = compacted_written(db);
+	is_int(kv_compact_range(db, NULL, 0, NULL, 0), 0,
+	       "once: compact a new version of every key over level 1");
+	written = compacted_written(db) - before;
+	bottom = disk_bytes(db);
+	ok(written <= bottom * 13 / 10, "once: the bottom level is written once (%llu bytes "
+	   "written for a bottom level of %llu)", (unsigned long long)written,
+	   (unsigned long long)bottom);
+	before = compacted_written(db);
+	is_int(kv_compact_range(db, NULL, 0, NULL, 0), 0, "once: compact again");
+	written = compacted_written(db) - before;
+	ok(written * 10 >= bottom * 9, "once: with all of it at the bottom already, it is "
+	   "rewritten in place (%llu bytes of %llu)", (unsigned long long)written,
+	   (unsigned long long)bottom);
+	is_int(errors, 0, "once: every write succeeded");
+	is_int(kv_close(db), 0, "once: close");
+out:
+	free(want);
+	free(dir);
+}
+
 static void test_output_compression(void)
 {
 	struct kv_tree t;
@@ -1400,7 +1462,7 @@ int main(void)
 {
 	uint64_t t0 = now_micros();
 
-	plan(147);
+	plan(154);
 	make_tmpdir("kv_compaction");
 	diag("directory %s, scale %.3g", tmpdir, test_scale());
 	test_overwrites();
@@ -1417,6 +1479,7 @@ int main(void)
 	test_trivial_moves();
 	test_small_tables_merge();
 	test_output_compression();
+	test_compact_range_writes_once();
 	rm_rf(tmpdir);
 	return exit_status();
 }

@@ -362,6 +362,33 @@ static void add_next_level(struct compaction *c)
 }
 
 /*
+ * A manual compaction's merge into the bottom level takes every bottom
+ * file in its range, not only those the inputs above overlap: so each of
+ * them is rewritten once, here, and none is left for the rewrite in place
+ * that follows (kv_compact_range_tree), which would write the whole level
+ * a second time.  Merging them here also lets a compaction filter see all
+ * of a key's neighbours in the range at once, as the rewrite in place did.
+ */
+static void add_bottom_range(struct compaction *c, const struct manual_compaction *m)
+{
+	struct buf lo = BUF_INIT, hi = BUF_INIT;
+	struct slice slo, shi;
+
+	range_of(c->in[0], c->nin[0], &lo, &hi);
+	slo = buf_slice(&lo);
+	shi = buf_slice(&hi);
+	if (m->has_lo && slice_cmp(buf_slice(&m->lo), slo) < 0)
+		slo = buf_slice(&m->lo);
+	if (m->has_hi && slice_cmp(buf_slice(&m->hi), shi) > 0)
+		shi = buf_slice(&m->hi);
+	free(c->in[1]);
+	c->in[1] = version_overlapping(c->v, c->level + 1, m->has_lo ? &slo : NULL,
+				       m->has_hi ? &shi : NULL, 0, &c->nin[1]);
+	buf_free(&lo);
+	buf_free(&hi);
+}
+
+/*
  * Level-0 inputs that overlap nothing in level 1 would make level-1 tables
  * no bigger than themselves: a load in key order with small memtables would
  * leave thousands of small tables.  When the level-1 table just before the
@@ -429,7 +456,19 @@ static struct compaction *pick_compaction(struct kv_db *db)
 		c->in[0] = version_overlapping(v, m->level, m->has_lo ? &lo : NULL,
 					       m->has_hi ? &hi : NULL, 1, &c->nin[0]);
 		if (m->in_place) {
-			/* the bottom level rewritten into itself: nothing below to merge with */
+			/*
+			 * The bottom level rewritten into itself: nothing below to
+			 * merge with.  Not the files this manual compaction wrote
+			 * there already, merging the level above with all of the
+			 * bottom's files in the range (add_bottom_range): they were
+			 * written with everything droppable dropped.
+			 */
+			size_t k = 0;
+
+			for (size_t i = 0; i < c->nin[0]; i++)
+				if (c->in[0][i]->number < m->first_new)
+					c->in[0][k++] = c->in[0][i];
+			c->nin[0] = k;
 			c->out_level = c->level;
 			if (c->nin[0] == 0) {
 				compaction_free(db, c);
@@ -461,6 +500,8 @@ static struct compaction *pick_compaction(struct kv_db *db)
 	}
 	c->out_level = c->level + 1;
 	add_next_level(c);
+	if (m && m->into_bottom)
+		add_bottom_range(c, m);
 	if (c->level == 0 && !c->manual && c->nin[1] == 0)
 		add_small_neighbour(db, c);
 	return c;

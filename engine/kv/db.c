@@ -1766,14 +1766,16 @@ int kv_compact_range_tree(struct kv_db *db, struct kv_tree *tree, const void *st
 		m.has_hi = 1;
 	}
 	pthread_mutex_lock(&db->mu);
+	m.first_new = db->vs->next_file;
 	for (int l = 0; l < NUM_LEVELS; l++)
 		if (t->vt->current->nfiles[l])
 			top = l;
 	/*
 	 * Everything moves down to the deepest level holding data (level 1 at
-	 * least); then that level is rewritten into itself if it held data in the
-	 * range before, so what only a released snapshot needed, and tombstones
-	 * with nothing left below them, are dropped there too.
+	 * least); then that level's files in the range that this did not write
+	 * (those the level above did not overlap) are rewritten into it, so
+	 * what only a released snapshot needed, and tombstones with nothing
+	 * left below them, are dropped there too.
 	 */
 	if (top == 0)
 		top = 1;
@@ -1790,6 +1792,7 @@ int kv_compact_range_tree(struct kv_db *db, struct kv_tree *tree, const void *st
 				pthread_cond_wait(&db->bg_cv, &db->mu);
 			m.level = l;
 			m.in_place = l == top;
+			m.into_bottom = l == top - 1 && n > 0;
 			m.done = 0;
 			m.status = 0;
 			db->manual = &m;

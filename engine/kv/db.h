@@ -81,7 +81,9 @@ struct kv_tree {
 struct manual_compaction {
 	struct kv_tree *tree;
 	int level;
-	int in_place;                  /* rewrite the level into itself (the bottom one) */
+	int in_place;                  /* rewrite the level into itself (the bottom one) ... */
+	uint64_t first_new;            /* ... but only its files numbered below this */
+	int into_bottom;               /* merging into the bottom level: all its files in range */
 	struct buf lo, hi;
 	int has_lo, has_hi;
 	int done;
