@@ -6,6 +6,7 @@
  */
 #include "memtable.h"
 #include "tap.h"
+#include "util.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -649,7 +650,8 @@ static long pool_fill_check(struct memtable *m, long n, char tag)
 /*
  * A pool keeps the huge chunks of a freed memtable, up to its limit, and
  * the next memtable takes them again; what it then holds reads back right
- * (reused memory is not assumed zeroed).
+ * (reused memory is not assumed zeroed).  Kept a second without use, they
+ * are unmapped.
  */
 static void test_pool(void)
 {
@@ -671,6 +673,20 @@ static void test_pool(void)
 	is_int(mem_pool_chunks(p), 0, "pool: it took every kept chunk");
 	mem_unref(m);
 	is_int(mem_pool_chunks(p), 4, "pool: and gave them back");
+	{
+		uint64_t t0 = now_micros();
+		double idle;
+
+		for (int t = 0; t < 1000 && mem_pool_chunks(p) > 0; t++)
+			usleep(10000);
+		idle = (double)(now_micros() - t0) / 1e6;
+		is_int(mem_pool_chunks(p), 0, "pool: idle, it gives the kept chunks back to the "
+		       "system");
+		ok(idle >= 0.9, "pool: but not before a second without use (%.2f s)", idle);
+	}
+	m = mem_new_pooled(p);
+	is_int(pool_fill_check(m, n, 'u'), n, "pool: a memtable after the trim reads back");
+	mem_unref(m);
 	mem_pool_free(p);
 	p = mem_pool_new((size_t)1 << 20);   /* less than a chunk: keeps none */
 	m = mem_new_pooled(p);
@@ -685,7 +701,7 @@ static void test_pool(void)
 
 int main(void)
 {
-	plan(75);
+	plan(78);
 	test_empty();
 	test_versions();
 	test_big_value();

@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <time.h>
 
 /* ---------------------------------------------------------------- arena */
 
@@ -63,11 +64,21 @@ struct arena_chunk {
  * demand (a 2 MiB chunk cost a put 5 ms on this project's test VMs, every
  * 2 MiB of 1 KiB values), and the spare moves that off the writer.
  */
+/*
+ * Chunks kept while no memtable takes one or gives one back for this long
+ * are unmapped by the spare's thread (pool_trim): a database that stops
+ * writing gives the memory of its last flushed memtables back to the
+ * system, up to the whole write buffer, instead of holding it until the
+ * next memtable needs it.
+ */
+#define POOL_IDLE_MICROS 1000000u
+
 struct mem_pool {
 	pthread_mutex_t mu;
-	pthread_cond_t cv;           /* wakes the spare's thread */
+	pthread_cond_t cv;           /* wakes the spare's thread (CLOCK_MONOTONIC) */
 	struct arena_chunk *free;    /* unused huge chunks (mu) */
 	size_t n, max;               /* chunks in free, and the most kept */
+	uint64_t last_use;           /* now_micros() of the last take or put (mu) */
 	struct arena_chunk *spare;   /* a fresh chunk already touched, or NULL (mu) */
 	int want_spare, stopping, started;   /* started: 1 running, -1 could not start */
 	pthread_t thread;
@@ -123,6 +134,36 @@ static void chunk_touch(struct arena_chunk *c)
 		((volatile char *)c)[off] = 0;
 }
 
+/*
+ * Unmap the kept chunks if the pool has been idle POOL_IDLE_MICROS: 1 if it
+ * did (mu was dropped meanwhile), 0 if there were none, or *wait_until
+ * set to when they will be due.  REQUIRES: mu.
+ */
+static int pool_trim(struct mem_pool *p, uint64_t *wait_until)
+{
+	struct arena_chunk *c;
+	uint64_t due = p->last_use + POOL_IDLE_MICROS;
+
+	if (!p->free)
+		return 0;
+	if (now_micros() < due) {
+		*wait_until = due;
+		return 0;
+	}
+	c = p->free;
+	p->free = NULL;
+	p->n = 0;
+	pthread_mutex_unlock(&p->mu);
+	while (c) {
+		struct arena_chunk *next = c->next;
+
+		munmap(c, c->mapped);
+		c = next;
+	}
+	pthread_mutex_lock(&p->mu);
+	return 1;
+}
+
 static void *spare_main(void *arg)
 {
 	struct mem_pool *p = arg;
@@ -131,9 +172,19 @@ static void *spare_main(void *arg)
 	pthread_mutex_lock(&p->mu);
 	while (!p->stopping) {
 		struct arena_chunk *c;
+		uint64_t wait_until = 0;
 
+		if (pool_trim(p, &wait_until))
+			continue;
 		if (!p->want_spare || p->spare) {
-			pthread_cond_wait(&p->cv, &p->mu);
+			if (wait_until) {
+				struct timespec ts = { (time_t)(wait_until / 1000000u),
+						       (long)(wait_until % 1000000u) * 1000 };
+
+				pthread_cond_timedwait(&p->cv, &p->mu, &ts);
+			} else {
+				pthread_cond_wait(&p->cv, &p->mu);
+			}
 			continue;
 		}
 		p->want_spare = 0;
@@ -153,9 +204,13 @@ static void *spare_main(void *arg)
 struct mem_pool *mem_pool_new(size_t max_bytes)
 {
 	struct mem_pool *p = xcalloc(1, sizeof(*p));
+	pthread_condattr_t ca;
 
 	pthread_mutex_init(&p->mu, NULL);
-	pthread_cond_init(&p->cv, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);   /* now_micros's clock */
+	pthread_cond_init(&p->cv, &ca);
+	pthread_condattr_destroy(&ca);
 	p->max = max_bytes / ARENA_HUGE;
 	return p;
 }
@@ -214,6 +269,7 @@ static struct arena_chunk *pool_take(struct mem_pool *p)
 	if (!p)
 		return NULL;
 	pthread_mutex_lock(&p->mu);
+	p->last_use = now_micros();
 	if (p->free) {
 		c = p->free;
 		p->free = c->next;
@@ -240,11 +296,13 @@ static int pool_put(struct mem_pool *p, struct arena_chunk *c)
 	if (!p)
 		return 0;
 	pthread_mutex_lock(&p->mu);
+	p->last_use = now_micros();
 	if (p->n < p->max) {
 		c->next = p->free;
 		p->free = c;
 		p->n++;
 		kept = 1;
+		pthread_cond_signal(&p->cv);   /* the spare's thread times the trim */
 	}
 	pthread_mutex_unlock(&p->mu);
 	return kept;
