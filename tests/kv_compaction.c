@@ -1366,11 +1366,6 @@ out:
 	free(dir);
 }
 
-/*
- * The compression of a table depends on where it is written: the tree's
- * own zstd level where its data comes to rest (the deepest level holding
- * data, or deeper), zstd's fast level above, nothing if the tree has none.
- */
 static uint64_t compacted_written(struct kv_db *db)
 {
 	struct kv_stats st;
@@ -1433,6 +1428,11 @@ out:
 	free(dir);
 }
 
+/*
+ * The compression of a table depends on where it is written: the tree's
+ * own zstd level where its data comes to rest (the deepest level holding
+ * data, or deeper), zstd's fast level above, nothing if the tree has none.
+ */
 static void test_output_compression(void)
 {
 	struct kv_tree t;

@@ -486,6 +486,27 @@ static void test_log_next_window(void)
 	is_int(env_close(t.f), 0, "close the log with a next window mapped");
 	is_int(maps_of(path), 0, "a closed log leaves neither its window nor the next one mapped");
 	log_is_exact(path, &t, "a log written across prepared windows");
+
+	/*
+	 * After an append big enough to go through pwrite, a window is as long
+	 * as the file and ends mid-page: the next one still begins on a page
+	 * (1000 + 300000 bytes: a window of 301000 bytes from offset 299008,
+	 * ending at 600008, so the next from 598016).
+	 */
+	t.size = 0;
+	t.appends = 0;
+	is_int(env_open_log(env, path, &t.f), 0, "open the log again");
+	tlog_append(&t, 1000);
+	tlog_append(&t, 300000);
+	while (t.size < 460000)
+		tlog_append(&t, 1000);
+	is_int(wait_maps_at(path, 598016, 1), 1, "a window that ends mid-page has its next one "
+	       "mapped ahead from the page it ends in");
+	while (t.size < 700000)
+		tlog_append(&t, 1000);
+	is_int(t.failed, 0, "appends across it succeed");
+	is_int(env_close(t.f), 0, "close it");
+	log_is_exact(path, &t, "a log with a window ending mid-page");
 	free(data);
 }
 
@@ -1104,7 +1125,7 @@ int main(void)
 {
 	struct kv_env *fe;
 
-	plan(260);
+	plan(267);
 	make_tmpdir("kv_env");
 	diag("directory %s", tmpdir);
 

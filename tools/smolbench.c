@@ -3322,7 +3322,7 @@ static void json_result(FILE *f, struct results *res, size_t vsize, int vs, int 
 		fprintf(f, ", \"latency_us\": {\"p50\": %.2f, \"p99\": %.2f, \"p99.9\": %.2f, "
 			"\"max\": %.2f, \"over_1ms\": %.0f, \"over_10ms\": %.0f}", s.p50, s.p99,
 			s.p999, s.max, s.over_1ms, s.over_10ms);
-	if (is_fill(w) && engine == E_SMOLFS)
+	if ((is_fill(w) || w == W_OVERWRITE) && engine == E_SMOLFS)
 		fprintf(f, ", \"paced_writes\": %.0f, \"stall_micros\": %.0f", s.paced, s.stall_us);
 	n = 0;
 	if (s.compact_secs > 0 || w == W_COMPACT)

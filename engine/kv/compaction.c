@@ -27,6 +27,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 void db_pending_add(struct kv_db *db, uint64_t number)
 {
@@ -458,17 +459,30 @@ static struct compaction *pick_compaction(struct kv_db *db)
 		if (m->in_place) {
 			/*
 			 * The bottom level rewritten into itself: nothing below to
-			 * merge with.  Not the files this manual compaction wrote
-			 * there already, merging the level above with all of the
-			 * bottom's files in the range (add_bottom_range): they were
-			 * written with everything droppable dropped.
+			 * merge with.  Not the files written there since this
+			 * manual compaction began (merging the level above with all
+			 * of the bottom's files in the range, add_bottom_range, or
+			 * automatic compactions meanwhile): they were written with
+			 * everything droppable dropped.  What is rewritten stays one
+			 * run of neighbours, from the first older file to the last,
+			 * newer ones between them included, so its outputs cannot
+			 * overlap a file left out.
 			 */
-			size_t k = 0;
+			size_t first = c->nin[0], last = 0;
 
 			for (size_t i = 0; i < c->nin[0]; i++)
-				if (c->in[0][i]->number < m->first_new)
-					c->in[0][k++] = c->in[0][i];
-			c->nin[0] = k;
+				if (c->in[0][i]->number < m->first_new) {
+					if (first == c->nin[0])
+						first = i;
+					last = i;
+				}
+			if (first == c->nin[0]) {
+				c->nin[0] = 0;
+			} else {
+				memmove(c->in[0], c->in[0] + first,
+					(last - first + 1) * sizeof(c->in[0][0]));
+				c->nin[0] = last - first + 1;
+			}
 			c->out_level = c->level;
 			if (c->nin[0] == 0) {
 				compaction_free(db, c);

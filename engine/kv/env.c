@@ -75,7 +75,7 @@ struct posix_file {
 	 * the helper's (helper.mu).
 	 */
 	int next_asked;
-	uint64_t next_off;       /* page aligned: the end of the window before it */
+	uint64_t next_off;       /* page aligned: where the window before it ends, rounded down */
 	size_t next_len;
 	size_t next_populate;    /* bytes at its start to fault in once mapped */
 	uint64_t next_tried;     /* a window ending here asked for its next (or could not) */
@@ -654,20 +654,23 @@ static void log_populate(struct posix_file *f)
  */
 static void log_prepare(struct posix_file *f)
 {
-	uint64_t end = f->map_off + f->map_len;
+	uint64_t end = f->map_off + f->map_len, off;
 	size_t len;
 
 	if (!f->map || f->next_asked || f->next_tried == end || f->size < end - f->map_len / 2)
 		return;
 	f->next_tried = end;
+	/* what log_remap maps when the appends reach end (a window may end mid-page) */
+	off = end - end % (uint64_t)sysconf(_SC_PAGESIZE);
 	len = log_window_len(end);
-	if (end + len > f->reserved_end) {
-		if (fallocate(f->fd, 0, (off_t)end, (off_t)len) < 0)
+	if (off + len > f->reserved_end) {
+		/* from the appends on, as log_reserve: reserved_end covers all below it */
+		if (fallocate(f->fd, 0, (off_t)f->size, (off_t)(off + len - f->size)) < 0)
 			return;
 		f->reserved = 1;
-		f->reserved_end = end + len;
+		f->reserved_end = off + len;
 	}
-	f->next_off = end;
+	f->next_off = off;
 	f->next_len = len;
 	f->next_populate = 0;
 	if (__atomic_load_n(&populate_known, __ATOMIC_RELAXED) && !recently_synced(f))
