@@ -506,7 +506,7 @@ static void test_cache(const struct model *m)
 	struct sst *t;
 	uint64_t bytes_read = 0, after_first, hits, misses;
 	struct iter *it;
-	size_t n, bad;
+	size_t n, bad, usage;
 
 	is_int(write_table("cache.sst", &o, m, NULL, 0, &props), 0, "a table of 16 KiB blocks is "
 	       "written");
@@ -529,19 +529,40 @@ static void test_cache(const struct model *m)
 		n++;
 	iter_destroy(it);
 	after_first = bytes_read;
-	ok(cache_usage(big) > 0, "a filling iterator leaves its blocks in the cache");
+	usage = cache_usage(big);
+	ok(usage > 0, "a filling iterator leaves its blocks in the cache");
 	cache_counters(big, &hits, &misses);
 	it = sst_iter_new(t, 1);
 	for (iter_seek_first(it), n = 0, bad = 0; iter_valid(it); iter_next(it), n++)
 		bad += !iter_at(it, m, n);
 	iter_destroy(it);
-	ok(bad == 0 && n == m->n, "a second pass reads the same entries from the cache");
-	is_int(bytes_read, after_first, "the second pass reads no bytes from the file");
+	ok(bad == 0 && n == m->n, "a second pass reads the same entries");
 	{
 		uint64_t h2, m2;
+
 		cache_counters(big, &h2, &m2);
-		ok(h2 > hits, "the second pass hits the cache");
+		is_int(h2 - hits, SST_SCAN_FILL_BLOCKS, "a long scan kept its first %d blocks in the "
+		       "cache: the second pass finds them there", SST_SCAN_FILL_BLOCKS);
+		ok(m2 - misses > 0 && bytes_read > after_first, "and reads the %llu blocks after "
+		   "them from the file again", (unsigned long long)(m2 - misses));
+		is_int(cache_usage(big), usage, "a second long scan adds nothing to the cache");
 	}
+	/* short scans (a seek and a few entries) fill the cache wherever they go */
+	for (int round = 0; round < 2; round++) {
+		after_first = bytes_read;
+		it = sst_iter_new(t, 1);
+		bad = 0;
+		for (size_t i = 0; i < m->n; i += 97) {
+			iter_seek(it, mkey(m, i));
+			for (size_t j = 0; j < 3 && i + j < m->n; j++, iter_next(it))
+				bad += !iter_at(it, m, i + j);
+		}
+		iter_destroy(it);
+		if (round == 0)
+			is_int(bad, 0, "short scans all over the table read the right entries");
+	}
+	is_int(bytes_read, after_first, "a second round of the same short scans reads no bytes "
+	       "from the file");
 	sst_close(t);
 	is_int(cache_usage(big), 0, "closing the table drops its blocks from the cache");
 	cache_free(tiny);
@@ -1173,7 +1194,7 @@ int main(void)
 {
 	struct model m;
 
-	plan(248);
+	plan(251);
 	if (!mkdtemp(dir)) {
 		perror("mkdtemp");
 		return 1;

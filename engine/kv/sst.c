@@ -1545,6 +1545,7 @@ struct sst_iter {
 	struct iter base;
 	struct sst *t;
 	int fill_cache;
+	int streak;                  /* blocks opened in a row by stepping (SST_SCAN_FILL_BLOCKS) */
 	int keys_only;
 	int status;
 	struct iter *index;
@@ -1612,7 +1613,8 @@ static void open_data(struct sst_iter *si)
 	if (si->data && si->data_off == h.off)
 		return;
 	close_data(si);
-	r = load_data_block(si->t, h, si->fill_cache, &si->pin, &blk);
+	r = load_data_block(si->t, h, si->fill_cache && si->streak < SST_SCAN_FILL_BLOCKS, &si->pin,
+			    &blk);
 	if (r < 0) {
 		set_error(si, r);
 		return;
@@ -1648,6 +1650,7 @@ static void skip_forward(struct sst_iter *si)
 			return;
 		}
 		iter_next(si->index);
+		si->streak++;
 		open_data(si);
 		if (si->data)
 			iter_seek_first(si->data);
@@ -1664,6 +1667,7 @@ static void skip_backward(struct sst_iter *si)
 			return;
 		}
 		iter_prev(si->index);
+		si->streak++;
 		open_data(si);
 		if (si->data)
 			iter_seek_last(si->data);
@@ -1718,6 +1722,7 @@ static void si_seek_first(struct iter *base)
 	if (si->status)
 		return;
 	iter_seek_first(si->index);
+	si->streak = 0;
 	open_data(si);
 	if (si->data)
 		iter_seek_first(si->data);
@@ -1732,6 +1737,7 @@ static void si_seek_last(struct iter *base)
 	if (si->status)
 		return;
 	iter_seek_last(si->index);
+	si->streak = 0;
 	open_data(si);
 	if (si->data)
 		iter_seek_last(si->data);
@@ -1746,6 +1752,7 @@ static void si_seek(struct iter *base, struct slice target)
 	if (si->status)
 		return;
 	iter_seek(si->index, target);
+	si->streak = 0;
 	open_data(si);
 	if (si->data)
 		iter_seek(si->data, target);
