@@ -780,6 +780,21 @@ fail:
 
 static int close_failed_log(struct kv_db *db);
 
+/*
+ * 1 if the background error is a full disk's (a flush or compaction that
+ * failed for want of space) and the disk has more room now than when it
+ * failed: the work was not retried before the close, but nothing was lost
+ * by it (a memtable that was not flushed is still in its log, a
+ * compaction's inputs are still there), and the next open redoes it.
+ */
+static int full_disk_cleared(struct kv_db *db)
+{
+	uint64_t free_now;
+
+	return db->bg_error == -ENOSPC && db->bg_full &&
+	       env_free_space(db->env, db->dir, &free_now) == 0 && free_now > db->bg_full_free;
+}
+
 int kv_close(struct kv_db *db)
 {
 	API_ENTRY();
@@ -802,7 +817,7 @@ int kv_close(struct kv_db *db)
 	for (size_t i = 0; i < db->nretired; i++)   /* none if the log thread ran */
 		wal_writer_free(db->retired[i].w);
 	free(db->retired);
-	r = db->bg_error ? db->bg_error : rf;
+	r = db->bg_error && !full_disk_cleared(db) ? db->bg_error : rf;
 	if (db->wal) {
 		int rw = wal_writer_free(db->wal);
 		if (r == 0)
