@@ -128,11 +128,12 @@ int kv_open(const char *dir, const struct kv_options *opt, struct kv_db **dbp);
 
 /*
  * Wait for background work to stop, release the directory and free the
- * handle.  Everything written before remains in the log.  Returns the first
- * background error seen, if any, but a full disk's that has cleared since
- * (the disk has more room than when the flush or compaction failed: nothing
- * was lost, the next open redoes the work).  Iterators and snapshots must be
- * released first.
+ * handle.  Everything written before remains in the log.  Returns the
+ * background error that still stands, if any (one that a retry cleared is
+ * gone), but not a full disk's that has cleared since (the disk has more
+ * room than when the flush or compaction failed: nothing was lost, the next
+ * open redoes the work); or the error of a failed log.  Iterators and
+ * snapshots must be released first.
  */
 int kv_close(struct kv_db *db);
 
