@@ -5,6 +5,16 @@
  * built at first use ("slicing by 8").  On x86-64 CPUs with SSE4.2 the crc32
  * instruction does the same work several times faster; the choice is made
  * once, from cpuid.
+ *
+ * The instruction takes three cycles to give its result and can start one
+ * each cycle, so one running CRC uses a third of it.  Buffers of at least
+ * three lanes are cut into rounds of three LANE-byte lanes whose CRCs run
+ * side by side, then joined: a CRC register is linear, so the CRC of A|B
+ * from register x is shift(x, |B|) ^ crc(0, B), where shift feeds |B| zero
+ * bytes through the register; for the one lane length that shift is four
+ * table lookups (lane_shift).  A 4 KiB block's CRC took about a third of
+ * the time this way (tests/kv_crc32c.c checks every path against a
+ * bit-at-a-time reference).
  */
 #include "crc32c.h"
 
@@ -53,6 +63,32 @@ static uint32_t crc_portable(uint32_t crc, const unsigned char *p, size_t n)
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <cpuid.h>
 
+#define LANE 256   /* bytes per lane of a three-lane round */
+
+/* shift_table[k][b]: the register after LANE zero bytes from b << 8k. */
+static uint32_t shift_table[4][256];
+static pthread_once_t shift_once = PTHREAD_ONCE_INIT;
+
+__attribute__((target("sse4.2")))
+static void shift_init(void)
+{
+	for (int k = 0; k < 4; k++)
+		for (uint32_t b = 0; b < 256; b++) {
+			uint64_t c = b << (8 * k);
+
+			for (int i = 0; i < LANE / 8; i++)
+				c = __builtin_ia32_crc32di(c, 0);
+			shift_table[k][b] = (uint32_t)c;
+		}
+}
+
+/* The register after LANE zero bytes from x (linear in x, byte by byte). */
+static inline uint32_t lane_shift(uint32_t x)
+{
+	return shift_table[0][x & 0xff] ^ shift_table[1][(x >> 8) & 0xff] ^
+	       shift_table[2][(x >> 16) & 0xff] ^ shift_table[3][x >> 24];
+}
+
 __attribute__((target("sse4.2")))
 static uint32_t crc_sse42(uint32_t crc, const unsigned char *p, size_t n)
 {
@@ -61,6 +97,26 @@ static uint32_t crc_sse42(uint32_t crc, const unsigned char *p, size_t n)
 	while (n && ((uintptr_t)p & 7)) {
 		c = __builtin_ia32_crc32qi((uint32_t)c, *p++);
 		n--;
+	}
+	if (n >= 3 * LANE) {
+		pthread_once(&shift_once, shift_init);
+		do {
+			uint64_t b = 0, d = 0;
+
+			for (size_t i = 0; i < LANE; i += 8) {
+				uint64_t va, vb, vd;
+
+				memcpy(&va, p + i, 8);
+				memcpy(&vb, p + LANE + i, 8);
+				memcpy(&vd, p + 2 * LANE + i, 8);
+				c = __builtin_ia32_crc32di(c, va);
+				b = __builtin_ia32_crc32di(b, vb);
+				d = __builtin_ia32_crc32di(d, vd);
+			}
+			c = lane_shift(lane_shift((uint32_t)c) ^ (uint32_t)b) ^ (uint32_t)d;
+			p += 3 * LANE;
+			n -= 3 * LANE;
+		} while (n >= 3 * LANE);
 	}
 	while (n >= 8) {
 		uint64_t v;
