@@ -648,8 +648,8 @@ static long pool_fill_check(struct memtable *m, long n, char tag)
 }
 
 /*
- * A pool keeps the huge chunks of a freed memtable, up to its limit, and
- * the next memtable takes them again; what it then holds reads back right
+ * A pool keeps the huge chunks of a freed memtable, up to its limit (less
+ * those other memtables hold), and the next memtable takes them again; what it then holds reads back right
  * (reused memory is not assumed zeroed).  Kept a second without use, they
  * are unmapped.
  */
@@ -686,7 +686,25 @@ static void test_pool(void)
 	}
 	m = mem_new_pooled(p);
 	is_int(pool_fill_check(m, n, 'u'), n, "pool: a memtable after the trim reads back");
-	mem_unref(m);
+	{
+		/*
+		 * Freed while another memtable holds chunks (a flush ending while
+		 * the next memtable fills): the chunks kept and those still in
+		 * memtables stay within the limit, and the rest are unmapped.
+		 */
+		struct memtable *m2 = mem_new_pooled(p);
+		size_t held;
+
+		is_int(pool_fill_check(m2, 4000, 'w'), 4000, "pool: a second memtable reads back");
+		mem_unref(m);
+		held = mem_pool_out(p);
+		ok(held >= 1 && held < 4, "pool: the second memtable holds some chunks (%zu)", held);
+		is_int(mem_pool_chunks(p), 4 - held, "pool: freeing the first keeps only what the "
+		       "second leaves of the limit (%zu kept)", mem_pool_chunks(p));
+		mem_unref(m2);
+		is_int(mem_pool_out(p), 0, "pool: with both freed none is out");
+		is_int(mem_pool_chunks(p), 4, "pool: and the pool keeps its limit");
+	}
 	mem_pool_free(p);
 	p = mem_pool_new((size_t)1 << 20);   /* less than a chunk: keeps none */
 	m = mem_new_pooled(p);
@@ -701,7 +719,7 @@ static void test_pool(void)
 
 int main(void)
 {
-	plan(78);
+	plan(83);
 	test_empty();
 	test_versions();
 	test_big_value();

@@ -65,11 +65,14 @@ struct arena_chunk {
  * 2 MiB of 1 KiB values), and the spare moves that off the writer.
  */
 /*
- * Chunks kept while no memtable takes one or gives one back for this long
- * are unmapped by the spare's thread (pool_trim): a database that stops
- * writing gives the memory of its last flushed memtables back to the
- * system, up to the whole write buffer, instead of holding it until the
- * next memtable needs it.
+ * A freed memtable's chunk is kept only while the chunks kept and those in
+ * memtables not yet freed (out) stay within the pool's limit, the write
+ * buffer: once a flush is over, the memtable being written and the chunks
+ * kept for it hold one write buffer between them, as a memtable alone
+ * would, and the rest goes back to the system at once.  Chunks kept while
+ * no memtable takes one or gives one back for this long are unmapped by
+ * the spare's thread (pool_trim): a database that stops writing gives the
+ * memory kept for its next memtable back to the system too.
  */
 #define POOL_IDLE_MICROS 1000000u
 
@@ -77,7 +80,8 @@ struct mem_pool {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;           /* wakes the spare's thread (CLOCK_MONOTONIC) */
 	struct arena_chunk *free;    /* unused huge chunks (mu) */
-	size_t n, max;               /* chunks in free, and the most kept */
+	size_t n, max;               /* chunks in free; the most kept and out together */
+	size_t out;                  /* chunks taken for memtables and not given back (mu) */
 	uint64_t last_use;           /* now_micros() of the last take or put (mu) */
 	struct arena_chunk *spare;   /* a fresh chunk already touched, or NULL (mu) */
 	int want_spare, stopping, started;   /* started: 1 running, -1 could not start */
@@ -237,14 +241,25 @@ void mem_pool_free(struct mem_pool *p)
 	free(p);
 }
 
-size_t mem_pool_chunks(struct mem_pool *p)
+/* A count of p's, read under its lock. */
+static size_t pool_count(struct mem_pool *p, const size_t *count)
 {
 	size_t n;
 
 	pthread_mutex_lock(&p->mu);
-	n = p->n;
+	n = *count;
 	pthread_mutex_unlock(&p->mu);
 	return n;
+}
+
+size_t mem_pool_chunks(struct mem_pool *p)
+{
+	return pool_count(p, &p->n);
+}
+
+size_t mem_pool_out(struct mem_pool *p)
+{
+	return pool_count(p, &p->out);
 }
 
 int mem_pool_spare(struct mem_pool *p)
@@ -278,6 +293,8 @@ static struct arena_chunk *pool_take(struct mem_pool *p)
 		c = p->spare;
 		p->spare = NULL;
 	}
+	if (c)
+		p->out++;
 	if (!p->free && !p->spare && p->max > 0 && p->started >= 0) {
 		p->want_spare = 1;
 		if (!p->started)
@@ -288,7 +305,20 @@ static struct arena_chunk *pool_take(struct mem_pool *p)
 	return c;
 }
 
-/* Keep huge chunk c for the next memtable: 1, or 0 if the pool is full. */
+/* A chunk the caller mapped itself for a memtable of p is out too. */
+static void pool_count_out(struct mem_pool *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->out++;
+	pthread_mutex_unlock(&p->mu);
+}
+
+/*
+ * Huge chunk c of a freed memtable: kept for the next memtable (1), or 0 if
+ * the chunks kept and those still out would pass the pool's limit.
+ */
 static int pool_put(struct mem_pool *p, struct arena_chunk *c)
 {
 	int kept = 0;
@@ -297,7 +327,9 @@ static int pool_put(struct mem_pool *p, struct arena_chunk *c)
 		return 0;
 	pthread_mutex_lock(&p->mu);
 	p->last_use = now_micros();
-	if (p->n < p->max) {
+	if (p->out > 0)
+		p->out--;
+	if (p->n + p->out < p->max) {
 		c->next = p->free;
 		p->free = c;
 		p->n++;
@@ -312,8 +344,8 @@ static char *arena_chunk_new(struct arena *a, size_t n)
 {
 	struct arena_chunk *c = NULL;
 
-	if (sizeof(*c) + n == ARENA_HUGE && !(c = pool_take(a->pool)))
-		c = huge_map();
+	if (sizeof(*c) + n == ARENA_HUGE && !(c = pool_take(a->pool)) && (c = huge_map()))
+		pool_count_out(a->pool);
 	if (c) {
 		c->mapped = ARENA_HUGE;
 	} else {

@@ -23,7 +23,8 @@ struct memtable;
  * A pool of the arena's 2 MiB chunks, so that a database's next memtable
  * reuses the memory of the last one flushed instead of mapping fresh pages
  * that the kernel must zero first (15% of the CPU of a 1 KiB-value load in
- * key order).  It keeps at most max_bytes of chunks; the rest is unmapped.
+ * key order).  The chunks it keeps and those in memtables not yet freed
+ * stay within max_bytes: a freed memtable's chunks beyond that are unmapped.
  * Thread-safe: memtables are freed by whichever thread drops the last
  * reference.  REQUIRES: every memtable made from a pool is freed before it.
  */
@@ -31,6 +32,7 @@ struct mem_pool;
 struct mem_pool *mem_pool_new(size_t max_bytes);
 void mem_pool_free(struct mem_pool *p);
 size_t mem_pool_chunks(struct mem_pool *p);   /* chunks kept for reuse now */
+size_t mem_pool_out(struct mem_pool *p);      /* chunks in memtables not yet freed */
 int mem_pool_spare(struct mem_pool *p);        /* 1 while a fresh chunk is ready ahead of need */
 
 struct memtable *mem_new(void);            /* one reference; no pool */
