@@ -649,9 +649,9 @@ static long pool_fill_check(struct memtable *m, long n, char tag)
 
 /*
  * A pool keeps the huge chunks of a freed memtable, up to its limit (less
- * those other memtables hold), and the next memtable takes them again; what it then holds reads back right
- * (reused memory is not assumed zeroed).  Kept a second without use, they
- * are unmapped.
+ * those other memtables hold), and the next memtable takes them again;
+ * what it then holds reads back right (reused memory is not assumed
+ * zeroed).  Kept a second without use, they are unmapped.
  */
 static void test_pool(void)
 {

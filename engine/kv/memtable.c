@@ -68,8 +68,10 @@ struct arena_chunk {
  * A freed memtable's chunk is kept only while the chunks kept and those in
  * memtables not yet freed (out) stay within the pool's limit, the write
  * buffer: once a flush is over, the memtable being written and the chunks
- * kept for it hold one write buffer between them, as a memtable alone
- * would, and the rest goes back to the system at once.  Chunks kept while
+ * kept for it hold one write buffer between them (and the spare one more
+ * chunk), as a memtable alone would, and the rest goes back to the system
+ * at once.  The cost: the memtable after the one being written starts on
+ * fresh chunks, where it used to find those the flush left over.  Chunks kept while
  * no memtable takes one or gives one back for this long are unmapped by
  * the spare's thread (pool_trim): a database that stops writing gives the
  * memory kept for its next memtable back to the system too.
@@ -327,6 +329,7 @@ static int pool_put(struct mem_pool *p, struct arena_chunk *c)
 		return 0;
 	pthread_mutex_lock(&p->mu);
 	p->last_use = now_micros();
+	assert(p->out > 0);   /* every huge chunk of a pooled memtable was counted out */
 	if (p->out > 0)
 		p->out--;
 	if (p->n + p->out < p->max) {

@@ -24,7 +24,8 @@ struct memtable;
  * reuses the memory of the last one flushed instead of mapping fresh pages
  * that the kernel must zero first (15% of the CPU of a 1 KiB-value load in
  * key order).  The chunks it keeps and those in memtables not yet freed
- * stay within max_bytes: a freed memtable's chunks beyond that are unmapped.
+ * stay within max_bytes (plus the one spare chunk below): a freed
+ * memtable's chunks beyond that are unmapped.
  * Thread-safe: memtables are freed by whichever thread drops the last
  * reference.  REQUIRES: every memtable made from a pool is freed before it.
  */
