@@ -71,10 +71,11 @@ struct arena_chunk {
  * kept for it hold one write buffer between them (and the spare one more
  * chunk), as a memtable alone would, and the rest goes back to the system
  * at once.  The cost: the memtable after the one being written starts on
- * fresh chunks, where it used to find those the flush left over.  Chunks kept while
- * no memtable takes one or gives one back for this long are unmapped by
- * the spare's thread (pool_trim): a database that stops writing gives the
- * memory kept for its next memtable back to the system too.
+ * fresh chunks, where it used to find those the flush left over.  Chunks
+ * kept while no memtable takes one or gives one back for this long are
+ * unmapped by the spare's thread (pool_trim): a database that stops
+ * writing gives the memory kept for its next memtable back to the system
+ * too.
  */
 #define POOL_IDLE_MICROS 1000000u
 
