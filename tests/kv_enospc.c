@@ -11,6 +11,10 @@
  * 256 KiB free, not enough to write the recovered writes to a table: the
  * open must succeed and every acknowledged write read back.
  *
+ * When a step fails, the test lists the database's files and the free
+ * space.  With KV_ENOSPC_LOG set, the engine's log lines go to stderr,
+ * each with the microseconds of the clock, to tell what ran when.
+ *
  * Mounting needs root (CI runs as root): as another user the test is
  * skipped.  The test runs in a child process and the parent unmounts the
  * file system whatever happens to the child.
@@ -19,10 +23,12 @@
 #include "util.h"
 #include "tap.h"
 
+#include <dirent.h>
 #include <ftw.h>
 #include <stdlib.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -34,7 +40,31 @@ static char mnt[512];
 
 static void quiet(void *arg, enum kv_log_level level, const char *msg)
 {
-	(void)arg; (void)level; (void)msg;
+	(void)arg; (void)level;
+	if (getenv("KV_ENOSPC_LOG"))
+		fprintf(stderr, "# %llu %s\n", (unsigned long long)now_micros(), msg);
+}
+
+/* What was on the disk when a step failed: each file's size, and the free space. */
+static void show_disk(const char *dir)
+{
+	struct statvfs sv;
+	struct dirent *e;
+	DIR *d = opendir(dir);
+
+	while (d && (e = readdir(d)) != NULL) {
+		struct stat st;
+		char *p = xasprintf("%s/%s", dir, e->d_name);
+
+		if (e->d_name[0] != '.' && stat(p, &st) == 0)
+			diag("%s: %lld bytes, %lld KiB allocated", e->d_name, (long long)st.st_size,
+			     (long long)st.st_blocks / 2);
+		free(p);
+	}
+	if (d)
+		closedir(d);
+	if (statvfs(dir, &sv) == 0)
+		diag("free: %llu KiB", (unsigned long long)sv.f_bavail * sv.f_frsize / 1024);
 }
 
 /* The value of key i: incompressible bytes, the same every time. */
@@ -59,6 +89,22 @@ static int put_one(struct kv_db *db, int i, size_t vlen, unsigned flags)
 
 	value_of(v, vlen, i);
 	return kv_put(db, k, (size_t)kl, v, vlen, flags);
+}
+
+/*
+ * Put key i until it succeeds, for at most 5 s, as a writer that retries
+ * after ENOSPC would; returns the last error, or 0.
+ */
+static int put_retry(struct kv_db *db, int i, size_t vlen, unsigned flags)
+{
+	int r = -1;
+
+	for (int t = 0; t < 1000; t++) {
+		if ((r = put_one(db, i, vlen, flags)) == 0)
+			break;
+		usleep(5000);
+	}
+	return r;
 }
 
 /* Keys [0, n) with ack[i] set must read back; returns how many do not. */
@@ -116,6 +162,7 @@ static void run_round(const struct round *rd)
 	struct kv_options o;
 	struct kv_db *db = NULL;
 	int r = 0, i, n, first_err = 0, acked = 0, lost;
+	const char *step;
 
 	kv_destroy(dir, NULL);
 	rmdir(dir);
@@ -171,31 +218,39 @@ static void run_round(const struct round *rd)
 	}
 	/* free space: writes must resume without a reopen */
 	unlink(filler);
-	for (int t = 0; t < 1000; t++) {
-		if ((r = put_one(db, n, rd->vlen, rd->flags)) == 0)
-			break;
-		usleep(5000);
-	}
+	r = put_retry(db, n, rd->vlen, rd->flags);
 	if (is_int(r, 0, "%s: with space freed, writes resume without a reopen (%s)", rd->name,
 		   r ? kv_strerror(r) : "ok")) {
 		ack[n++] = 1;
 		acked++;
 	}
+	/*
+	 * A flush or compaction that began on the full disk can fail after the
+	 * space came back; writes then fail with its error until its retry time
+	 * (smolfs(5), ERRORS), at most a second later.  So each write here gets
+	 * the same retries as the first one.
+	 */
+	step = "100 more writes";
 	for (int j = 0; j < 100 && r == 0; j++, n++) {
-		r = put_one(db, n, rd->vlen, rd->flags);
+		r = put_retry(db, n, rd->vlen, rd->flags);
 		if (r == 0) {
 			ack[n] = 1;
 			acked++;
 		}
 	}
-	if (r == 0)
+	if (r == 0) {
+		step = "a flush";
 		r = kv_flush(db);
-	is_int(r, 0, "%s: and so do flushes (%s)", rd->name, r ? kv_strerror(r) : "ok");
+	}
+	if (!is_int(r, 0, "%s: and so do 100 more writes and a flush (%s: %s)", rd->name, step,
+		    r ? kv_strerror(r) : "ok"))
+		show_disk(dir);
 	lost = missing(db, ack, n, rd->vlen);
 	is_int(lost, 0, "%s: every acknowledged write reads back before the reopen", rd->name);
 	r = kv_close(db);
 	db = NULL;
-	is_int(r, 0, "%s: close (%s)", rd->name, r ? kv_strerror(r) : "ok");
+	if (!is_int(r, 0, "%s: close (%s)", rd->name, r ? kv_strerror(r) : "ok"))
+		show_disk(dir);
 	r = kv_open(dir, &o, &db);
 	if (!is_int(r, 0, "%s: reopen (%s)", rd->name, r ? kv_strerror(r) : "ok"))
 		goto out;

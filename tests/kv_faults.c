@@ -15,6 +15,9 @@
  *     the error's message names the file;
  *   - a compaction that fails just before kv_flush does not fail the flush:
  *     it waits for the retry;
+ *   - a flush that began on a full disk and fails after space came back is
+ *     retried: the retry waits for more space than the flush had when it
+ *     began, not for more than is free after the space came back;
  *   - data files are 0600, the directory 0700;
  *   - the table cache keeps within the descriptor limit, which kv_open raises
  *     from soft to hard.
@@ -285,13 +288,49 @@ out:
 
 /* ---------------------------------------------------------------- item: flush after a failed compaction */
 
-static int compaction_failed;
+static int compaction_failed, flush_failed;
 
 static void note_compaction_failure(void *arg, enum kv_log_level level, const char *msg)
 {
 	(void)arg;
 	if (level == KV_LOG_ERROR && strstr(msg, "compaction failed"))
 		__atomic_store_n(&compaction_failed, 1, __ATOMIC_RELEASE);
+	if (level == KV_LOG_ERROR && strstr(msg, "flush failed"))
+		__atomic_store_n(&flush_failed, 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * Open dir with the thread's first table write held (o->env is fe), and put
+ * keys 0, 1, ... until it waits (or 5 s after the puts ran out).  Returns
+ * the open's or the puts' error or 0; *i is the number of puts, *held
+ * whether the write is held.
+ */
+static int open_until_held(const char *dir, const struct kv_options *o, struct kv_db **db,
+			   const char *thread, int *i, long *held)
+{
+	struct kv_env *fe = o->env;
+	uint64_t t0;
+	int r;
+
+	env_fault_hold_in(fe, ENV_OP_APPEND, ".sst", thread);
+	*i = 0;
+	*held = 0;
+	if ((r = kv_open(dir, o, db)) < 0)
+		return r;
+	for (; r == 0 && *i < 20000 && !(*held = env_fault_held(fe, NULL)); (*i)++)
+		r = test_write_put(*db, *i, 0);
+	for (t0 = now_micros(); r == 0 && !*held && now_micros() - t0 < 5000000; usleep(1000))
+		*held = env_fault_held(fe, NULL);
+	return r;
+}
+
+/* Until *flag is set, for at most 5 s; returns it. */
+static int wait_flag(int *flag)
+{
+	for (uint64_t t0 = now_micros(); !__atomic_load_n(flag, __ATOMIC_ACQUIRE) &&
+	     now_micros() - t0 < 5000000;)
+		usleep(200);
+	return __atomic_load_n(flag, __ATOMIC_ACQUIRE);
 }
 
 /*
@@ -309,18 +348,12 @@ static void test_flush_after_failed_compaction(void)
 	char *dir = dbpath("flushretry");
 	int r, i, n;
 	long held = 0;
-	uint64_t t0;
 
 	small_options(&o, fe);
 	o.log = note_compaction_failure;
 	compaction_failed = 0;
 	/* the compaction thread's first table write waits where the test says */
-	env_fault_hold_in(fe, ENV_OP_APPEND, ".sst", DB_THREAD_COMPACT);
-	r = kv_open(dir, &o, &db);
-	for (i = 0; r == 0 && i < 20000 && !(held = env_fault_held(fe, NULL)); i++)
-		r = test_write_put(db, i, 0);
-	for (t0 = now_micros(); r == 0 && !held && now_micros() - t0 < 5000000; usleep(1000))
-		held = env_fault_held(fe, NULL);
+	r = open_until_held(dir, &o, &db, DB_THREAD_COMPACT, &i, &held);
 	if (!ok(r == 0 && held, "flush after a failed compaction: a compaction is writing "
 		"its table after %d puts (%s)", i, r ? kv_strerror(r) : "ok"))
 		goto out;
@@ -331,10 +364,7 @@ static void test_flush_after_failed_compaction(void)
 	is_int(r, 0, "writes while the compaction waits (%s)", r ? kv_strerror(r) : "ok");
 	env_fault_inject(fe, ENV_OP_APPEND, 0, 1, -EIO, ".sst");
 	env_fault_release(fe);
-	for (t0 = now_micros(); !__atomic_load_n(&compaction_failed, __ATOMIC_ACQUIRE) &&
-	     now_micros() - t0 < 5000000;)
-		usleep(200);
-	ok(compaction_failed && env_fault_injected(fe) == 1,
+	ok(wait_flag(&compaction_failed) && env_fault_injected(fe) == 1,
 	   "the compaction fails with EIO (%ld injected)", env_fault_injected(fe));
 	r = kv_flush(db);
 	is_int(r, 0, "a flush right after it waits for the retry and goes through (%s)",
@@ -342,6 +372,55 @@ static void test_flush_after_failed_compaction(void)
 	is_int(check_keys(db, 0, i), 0, "every write is there");
 	is_int(kv_close(db), 0, "flush after a failed compaction: close");
 	db = NULL;
+out:
+	if (db)
+		kv_close(db);
+	env_fault_free(fe);
+	rm_rf(dir);
+	free(dir);
+}
+
+/* ---------------------------------------------------------------- item: space back during a flush */
+
+/*
+ * A flush begins with 256 KiB free and writes its table while space comes
+ * back (64 MiB free), then fails with ENOSPC, as one that hit the full disk
+ * just before a file was removed.  The retry must not wait for more than
+ * the 64 MiB that are now free (the free space measured once the failed
+ * flush was undone), which would never come: kv_flush and kv_close used to
+ * fail with ENOSPC for up to 30 s (kv_enospc met it on a loaded machine).
+ */
+static void test_space_back_during_flush(void)
+{
+	struct kv_env *fe = env_fault_new(env_posix());
+	struct kv_options o;
+	struct kv_db *db = NULL;
+	char *dir = dbpath("spaceback");
+	int r, i;
+	long held = 0;
+
+	small_options(&o, fe);
+	o.log = note_compaction_failure;
+	flush_failed = 0;
+	env_fault_set_space(fe, 256u << 10);
+	/* the flush thread's first table write waits where the test says */
+	r = open_until_held(dir, &o, &db, DB_THREAD_FLUSH, &i, &held);
+	if (!ok(r == 0 && held, "space back during a flush: a flush is writing its table after "
+		"%d puts (%s)", i, r ? kv_strerror(r) : "ok"))
+		goto out;
+	env_fault_set_space(fe, 64u << 20);
+	env_fault_inject(fe, ENV_OP_APPEND, 0, 1, -ENOSPC, ".sst");
+	env_fault_release(fe);
+	ok(wait_flag(&flush_failed) && env_fault_injected(fe) == 1,
+	   "the flush fails with ENOSPC (%ld injected)", env_fault_injected(fe));
+	r = kv_flush(db);
+	is_int(r, 0, "a flush after it retries and goes through (%s)", r ? kv_strerror(r) : "ok");
+	r = put_until_ok(db, i, 0);
+	is_int(r, 0, "writes go on (%s)", r ? kv_strerror(r) : "ok");
+	is_int(check_keys(db, 0, i + 1), 0, "every write is there");
+	r = kv_close(db);
+	db = NULL;
+	is_int(r, 0, "space back during a flush: close (%s)", r ? kv_strerror(r) : "ok");
 out:
 	if (db)
 		kv_close(db);
@@ -606,12 +685,13 @@ out:
 
 int main(void)
 {
-	plan(111);
+	plan(117);
 	make_tmpdir("faults");
 	test_failed_flush();
 	test_current_dir_sync();
 	test_full_disk();
 	test_flush_after_failed_compaction();
+	test_space_back_during_flush();
 	test_first_open_dies();
 	test_resume();
 	test_modes();

@@ -186,7 +186,7 @@ int db_output_compression(const struct kv_tree *t, const struct version *v, int 
 }
 
 int db_write_level0(struct kv_db *db, struct kv_tree *t, struct memtable *m,
-		    struct version_edit *edit)
+		    struct version_edit *edit, uint64_t *free_before)
 {
 	struct sst_options so = {
 		db->opt.block_size, db->opt.block_restart_interval,
@@ -205,6 +205,8 @@ int db_write_level0(struct kv_db *db, struct kv_tree *t, struct memtable *m,
 	db_pending_add(db, number);
 	pthread_mutex_unlock(&db->mu);
 
+	if (free_before)
+		*free_before = db_free_space(db);
 	r = env_open_append(db->env, path, &f);
 	if (r < 0)
 		goto out;
@@ -271,7 +273,7 @@ void *db_flush_main(void *arg)
 	while (!db->shutting_down) {
 		struct kv_tree *t;
 		struct version_edit edit;
-		uint64_t number;
+		uint64_t number, free_before = UINT64_MAX;
 		int r;
 
 		if (db->bg_error) {
@@ -285,7 +287,7 @@ void *db_flush_main(void *arg)
 		}
 		edit_init(&edit);
 		edit.tree = t->id;
-		r = db_write_level0(db, t, t->imm, &edit);
+		r = db_write_level0(db, t, t->imm, &edit, &free_before);
 		number = edit.nadds ? edit.adds[0].f->number : 0;
 		if (r == 0) {
 			/* this tree's writes in logs before the switch are now in a table */
@@ -305,7 +307,7 @@ void *db_flush_main(void *arg)
 			db_delete_obsolete_files(db);
 		} else {
 			/* imm stays, and so do the logs holding it: the retry writes it again */
-			db_set_bg_error(db, r, "flush");
+			db_set_bg_error(db, r, "flush", free_before);
 		}
 		pthread_cond_broadcast(&db->bg_cv);
 		pthread_cond_broadcast(&db->work_cv);
@@ -324,6 +326,7 @@ struct compaction {
 	size_t nin[2];
 	struct version *v;               /* the version the inputs belong to */
 	int manual;
+	uint64_t free_before;            /* db_free_space when it began */
 };
 
 static void compaction_free(struct kv_db *db, struct compaction *c)
@@ -449,6 +452,7 @@ static struct compaction *pick_compaction(struct kv_db *db)
 	c = xcalloc(1, sizeof(*c));
 	c->tree = t;
 	c->v = v;
+	c->free_before = UINT64_MAX;   /* until it begins to write */
 	version_ref(v);
 	if (m) {
 		struct slice lo = buf_slice(&m->lo), hi = buf_slice(&m->hi);
@@ -791,6 +795,7 @@ static int run_compaction(struct kv_db *db, struct compaction *c)
 	}
 
 	pthread_mutex_unlock(&db->mu);
+	c->free_before = db_free_space(db);
 	children = xmalloc((c->nin[0] + c->nin[1] + 1) * sizeof(*children));
 	for (int w = 0; w < 2; w++) {
 		for (size_t i = 0; i < c->nin[w]; i++) {
@@ -916,6 +921,7 @@ void *db_compact_main(void *arg)
 	pthread_mutex_lock(&db->mu);
 	while (!db->shutting_down) {
 		struct compaction *c;
+		uint64_t free_before;
 		int r;
 
 		if (db->bg_error) {
@@ -942,12 +948,13 @@ void *db_compact_main(void *arg)
 			db->manual->status = r;
 			db->manual = NULL;
 		}
+		free_before = c->free_before;
 		compaction_free(db, c);
 		if (r == 0) {
 			db->bg_backoff = 0;
 			db_delete_obsolete_files(db);
 		} else if (r != -ECANCELED) {
-			db_set_bg_error(db, r, "compaction");
+			db_set_bg_error(db, r, "compaction", free_before);
 		}
 		pthread_cond_broadcast(&db->bg_cv);
 	}

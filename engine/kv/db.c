@@ -137,7 +137,14 @@ static int is_space_error(int err)
 #define BG_BACKOFF_MAX 1000000u   /* 1 s */
 #define BG_FULL_RETRY  30000000u  /* 30 s: a full disk's retry even if no space came back */
 
-void db_set_bg_error(struct kv_db *db, int err, const char *what)
+uint64_t db_free_space(struct kv_db *db)
+{
+	uint64_t b;
+
+	return env_free_space(db->env, db->dir, &b) == 0 ? b : UINT64_MAX;
+}
+
+void db_set_bg_error(struct kv_db *db, int err, const char *what, uint64_t free_before)
 {
 	db_log(db, KV_LOG_ERROR, "%s failed: %s%s", what, kv_strerror(err),
 	       db_error_transient(err) ? " (will retry)" : "");
@@ -152,6 +159,8 @@ void db_set_bg_error(struct kv_db *db, int err, const char *what)
 	db->bg_retry_at = now_micros() + db->bg_backoff;
 	/* the failed work's output is gone by now: what is free is what it had */
 	db->bg_full = err == -ENOSPC && env_free_space(db->env, db->dir, &db->bg_full_free) == 0;
+	if (free_before < db->bg_full_free)
+		db->bg_full_free = free_before;
 	db->bg_full_at = now_micros();
 }
 
@@ -324,7 +333,7 @@ static int flush_recovered(struct kv_db *db, int only_full)
 			continue;
 		edit_init(&edit);
 		edit.tree = t->id;
-		r = db_write_level0(db, t, t->mem, &edit);
+		r = db_write_level0(db, t, t->mem, &edit, NULL);
 		if (r == 0)
 			r = vs_apply_only(db->vs, &edit);
 		if (edit.nadds)

@@ -143,10 +143,13 @@ struct kv_db {
 	uint64_t bg_retry_at;          /* now_micros() time of the next retry */
 	uint64_t bg_backoff;           /* microseconds; 0 after a success */
 	/*
-	 * After ENOSPC: the file system's free bytes once the failed work was
-	 * undone, and when it failed.  A retry waits for more free space than
-	 * that (the same work would fail again at the same point), or for
-	 * BG_FULL_RETRY to pass, so a disk that stays full costs no rewrites.
+	 * After ENOSPC: the file system's free bytes when the failed work
+	 * began or once it was undone, whichever was less, and when it failed.
+	 * A retry waits for more free space than that (the same work would
+	 * fail again at the same point), or for BG_FULL_RETRY to pass, so a
+	 * disk that stays full costs no rewrites.  Not the undone figure alone:
+	 * space freed while the work ran (a file the user removed) is already
+	 * in it, and a retry would wait for more space than the work needs.
 	 */
 	int bg_full;                   /* the values below hold */
 	uint64_t bg_full_free, bg_full_at;
@@ -191,9 +194,13 @@ int db_output_compression(const struct kv_tree *t, const struct version *v, int 
 #define DB_THREAD_LOG "kv-log"
 void *db_flush_main(void *arg);
 void *db_compact_main(void *arg);
-/* Write a memtable to a new level-0 table of t; adds it to edit. REQUIRES mu held (released inside). */
+/*
+ * Write a memtable to a new level-0 table of t; adds it to edit.  If
+ * free_before is not NULL, it is set to the file system's free bytes when
+ * the writing began (db_free_space).  REQUIRES mu held (released inside).
+ */
 int db_write_level0(struct kv_db *db, struct kv_tree *t, struct memtable *m,
-		    struct version_edit *edit);
+		    struct version_edit *edit, uint64_t *free_before);
 /*
  * Delete the tables no live version names, the logs no tree needs and the
  * old manifests.  REQUIRES mu held; releases it for the file I/O (listing
@@ -212,8 +219,16 @@ int db_needs_compaction(struct kv_db *db);
 void *db_log_main(void *arg);
 /* 1 for errors that may go away on their own: a full disk, an I/O error, no descriptors. */
 int db_error_transient(int err);
-/* Record a failed flush or compaction (what) and schedule its retry.  REQUIRES mu held. */
-void db_set_bg_error(struct kv_db *db, int err, const char *what);
+/*
+ * The file system's free bytes, or UINT64_MAX where the environment cannot
+ * tell.  Called without mu: it is a system call.
+ */
+uint64_t db_free_space(struct kv_db *db);
+/*
+ * Record a failed flush or compaction (what) and schedule its retry;
+ * free_before is db_free_space when the work began.  REQUIRES mu held.
+ */
+void db_set_bg_error(struct kv_db *db, int err, const char *what, uint64_t free_before);
 /*
  * 0 if writes may go on (a transient background error whose retry time has
  * come is cleared, and the background threads woken to retry), else the
