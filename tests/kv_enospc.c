@@ -93,15 +93,17 @@ static int put_one(struct kv_db *db, int i, size_t vlen, unsigned flags)
 
 /*
  * Put key i until it succeeds, for at most 5 s, as a writer that retries
- * after ENOSPC would; returns the last error, or 0.
+ * after ENOSPC would (any other error ends it); returns the last error, or
+ * 0.  Adds the number of failed tries to *retries.
  */
-static int put_retry(struct kv_db *db, int i, size_t vlen, unsigned flags)
+static int put_retry(struct kv_db *db, int i, size_t vlen, unsigned flags, int *retries)
 {
 	int r = -1;
 
 	for (int t = 0; t < 1000; t++) {
-		if ((r = put_one(db, i, vlen, flags)) == 0)
+		if ((r = put_one(db, i, vlen, flags)) != -ENOSPC)
 			break;
+		++*retries;
 		usleep(5000);
 	}
 	return r;
@@ -163,6 +165,7 @@ static void run_round(const struct round *rd)
 	struct kv_db *db = NULL;
 	int r = 0, i, n, first_err = 0, acked = 0, lost;
 	const char *step;
+	int retries = 0;
 
 	kv_destroy(dir, NULL);
 	rmdir(dir);
@@ -218,7 +221,7 @@ static void run_round(const struct round *rd)
 	}
 	/* free space: writes must resume without a reopen */
 	unlink(filler);
-	r = put_retry(db, n, rd->vlen, rd->flags);
+	r = put_retry(db, n, rd->vlen, rd->flags, &retries);
 	if (is_int(r, 0, "%s: with space freed, writes resume without a reopen (%s)", rd->name,
 		   r ? kv_strerror(r) : "ok")) {
 		ack[n++] = 1;
@@ -232,12 +235,13 @@ static void run_round(const struct round *rd)
 	 */
 	step = "100 more writes";
 	for (int j = 0; j < 100 && r == 0; j++, n++) {
-		r = put_retry(db, n, rd->vlen, rd->flags);
+		r = put_retry(db, n, rd->vlen, rd->flags, &retries);
 		if (r == 0) {
 			ack[n] = 1;
 			acked++;
 		}
 	}
+	diag("%s: %d tries failed with ENOSPC after the space was freed", rd->name, retries);
 	if (r == 0) {
 		step = "a flush";
 		r = kv_flush(db);

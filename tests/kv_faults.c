@@ -31,6 +31,7 @@
 
 #include <dirent.h>
 #include <ftw.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -299,6 +300,17 @@ static void note_compaction_failure(void *arg, enum kv_log_level level, const ch
 		__atomic_store_n(&flush_failed, 1, __ATOMIC_RELEASE);
 }
 
+/* Until an operation held by the fault env waits, for at most 5 s; returns how many do. */
+static long wait_held(struct kv_env *fe)
+{
+	long held = 0;
+
+	for (uint64_t t0 = now_micros(); !(held = env_fault_held(fe, NULL)) &&
+	     now_micros() - t0 < 5000000;)
+		usleep(1000);
+	return held;
+}
+
 /*
  * Open dir with the thread's first table write held (o->env is fe), and put
  * keys 0, 1, ... until it waits (or 5 s after the puts ran out).  Returns
@@ -309,7 +321,6 @@ static int open_until_held(const char *dir, const struct kv_options *o, struct k
 			   const char *thread, int *i, long *held)
 {
 	struct kv_env *fe = o->env;
-	uint64_t t0;
 	int r;
 
 	env_fault_hold_in(fe, ENV_OP_APPEND, ".sst", thread);
@@ -319,8 +330,8 @@ static int open_until_held(const char *dir, const struct kv_options *o, struct k
 		return r;
 	for (; r == 0 && *i < 20000 && !(*held = env_fault_held(fe, NULL)); (*i)++)
 		r = test_write_put(*db, *i, 0);
-	for (t0 = now_micros(); r == 0 && !*held && now_micros() - t0 < 5000000; usleep(1000))
-		*held = env_fault_held(fe, NULL);
+	if (r == 0 && !*held)
+		*held = wait_held(fe);
 	return r;
 }
 
@@ -390,31 +401,56 @@ out:
  * flush was undone), which would never come: kv_flush and kv_close used to
  * fail with ENOSPC for up to 30 s (kv_enospc met it on a loaded machine).
  */
+struct flush_call {
+	struct kv_db *db;
+	int r;
+};
+
+static void *call_flush(void *arg)
+{
+	struct flush_call *fc = arg;
+
+	fc->r = kv_flush(fc->db);
+	return NULL;
+}
+
 static void test_space_back_during_flush(void)
 {
 	struct kv_env *fe = env_fault_new(env_posix());
 	struct kv_options o;
 	struct kv_db *db = NULL;
 	char *dir = dbpath("spaceback");
+	struct flush_call fc = { NULL, -1 };
+	pthread_t th;
 	int r, i;
-	long held = 0;
 
 	small_options(&o, fe);
+	o.write_buffer_size = 1u << 20;   /* only kv_flush flushes: no put waits for the held one */
 	o.log = note_compaction_failure;
 	flush_failed = 0;
 	env_fault_set_space(fe, 256u << 10);
-	/* the flush thread's first table write waits where the test says */
-	r = open_until_held(dir, &o, &db, DB_THREAD_FLUSH, &i, &held);
-	if (!ok(r == 0 && held, "space back during a flush: a flush is writing its table after "
-		"%d puts (%s)", i, r ? kv_strerror(r) : "ok"))
+	r = kv_open(dir, &o, &db);
+	for (i = 0; r == 0 && i < 200; i++)
+		r = test_write_put(db, i, 0);
+	if (!is_int(r, 0, "space back during a flush: 200 puts with 256 KiB free (%s)",
+		    r ? kv_strerror(r) : "ok"))
 		goto out;
+	/* the flush thread's table write waits where the test says */
+	env_fault_hold_in(fe, ENV_OP_APPEND, ".sst", DB_THREAD_FLUSH);
+	fc.db = db;
+	if (pthread_create(&th, NULL, call_flush, &fc) != 0) {
+		ok(0, "a thread for kv_flush");
+		goto out;
+	}
+	ok(wait_held(fe), "a flush is writing its table");
 	env_fault_set_space(fe, 64u << 20);
 	env_fault_inject(fe, ENV_OP_APPEND, 0, 1, -ENOSPC, ".sst");
 	env_fault_release(fe);
 	ok(wait_flag(&flush_failed) && env_fault_injected(fe) == 1,
 	   "the flush fails with ENOSPC (%ld injected)", env_fault_injected(fe));
-	r = kv_flush(db);
-	is_int(r, 0, "a flush after it retries and goes through (%s)", r ? kv_strerror(r) : "ok");
+	pthread_join(th, NULL);
+	is_int(fc.r, 0, "the kv_flush waiting for it retries and goes through (%s)",
+	       fc.r ? kv_strerror(fc.r) : "ok");
 	r = put_until_ok(db, i, 0);
 	is_int(r, 0, "writes go on (%s)", r ? kv_strerror(r) : "ok");
 	is_int(check_keys(db, 0, i + 1), 0, "every write is there");
@@ -685,7 +721,7 @@ out:
 
 int main(void)
 {
-	plan(117);
+	plan(118);
 	make_tmpdir("faults");
 	test_failed_flush();
 	test_current_dir_sync();

@@ -326,7 +326,7 @@ struct compaction {
 	size_t nin[2];
 	struct version *v;               /* the version the inputs belong to */
 	int manual;
-	uint64_t free_before;            /* db_free_space when it began */
+	uint64_t free_before;            /* db_free_space when it began (trivial moves too) */
 };
 
 static void compaction_free(struct kv_db *db, struct compaction *c)
@@ -766,6 +766,10 @@ static int run_compaction(struct kv_db *db, struct compaction *c)
 	void *filter_state = NULL;
 	struct kv_compaction_filter *filter = c->tree->filter;
 
+	/* what a failure's retry compares with (db_set_bg_error); a system call, so without mu */
+	pthread_mutex_unlock(&db->mu);
+	c->free_before = db_free_space(db);
+	pthread_mutex_lock(&db->mu);
 	memset(&cs, 0, sizeof(cs));
 	cs.db = db;
 	cs.c = c;
@@ -795,7 +799,6 @@ static int run_compaction(struct kv_db *db, struct compaction *c)
 	}
 
 	pthread_mutex_unlock(&db->mu);
-	c->free_before = db_free_space(db);
 	children = xmalloc((c->nin[0] + c->nin[1] + 1) * sizeof(*children));
 	for (int w = 0; w < 2; w++) {
 		for (size_t i = 0; i < c->nin[w]; i++) {

@@ -144,12 +144,16 @@ struct kv_db {
 	uint64_t bg_backoff;           /* microseconds; 0 after a success */
 	/*
 	 * After ENOSPC: the file system's free bytes when the failed work
-	 * began or once it was undone, whichever was less, and when it failed.
-	 * A retry waits for more free space than that (the same work would
-	 * fail again at the same point), or for BG_FULL_RETRY to pass, so a
-	 * disk that stays full costs no rewrites.  Not the undone figure alone:
-	 * space freed while the work ran (a file the user removed) is already
-	 * in it, and a retry would wait for more space than the work needs.
+	 * began or when its failure was recorded (its output removed, mostly:
+	 * a compaction's finished tables and a flush's table whose manifest
+	 * edit failed stay until a deletion pass), whichever was less, and
+	 * when it failed.  A retry waits for more free space than that (work
+	 * that had no more room would fail again at the same point), or for
+	 * BG_FULL_RETRY to pass, so a disk that stays full costs no rewrites.
+	 * Not the recorded figure alone: space freed while the work ran (a
+	 * file the user removed, files the engine deleted) is already in it,
+	 * and a retry would wait for more space than the work had.  Such a
+	 * retry may fail again if that space is taken by then.
 	 */
 	int bg_full;                   /* the values below hold */
 	uint64_t bg_full_free, bg_full_at;
@@ -221,7 +225,8 @@ void *db_log_main(void *arg);
 int db_error_transient(int err);
 /*
  * The file system's free bytes, or UINT64_MAX where the environment cannot
- * tell.  Called without mu: it is a system call.
+ * tell.  A system call: work that is about to begin calls it without mu
+ * (the error paths that compare with it hold mu, as they are rare).
  */
 uint64_t db_free_space(struct kv_db *db);
 /*
