@@ -9,7 +9,8 @@
  * reopening every acknowledged write must be there with its value.  One
  * round closes the database on the full disk and opens it again with only
  * 256 KiB free, not enough to write the recovered writes to a table: the
- * open must succeed and every acknowledged write read back.
+ * open must succeed and every acknowledged write read back.  First, a log
+ * alone is appended to until the disk is full (test_log_full).
  *
  * When a step fails, the test lists the database's files and the free
  * space.  With KV_ENOSPC_LOG set, the engine's log lines go to stderr,
@@ -20,10 +21,12 @@
  * file system whatever happens to the child.
  */
 #include "kv.h"
+#include "env.h"
 #include "util.h"
 #include "tap.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdlib.h>
 #include <sys/mount.h>
@@ -275,6 +278,71 @@ out:
 	free(filler);
 }
 
+/* The byte at offset off of test_log_full's log: never 0, and not the same at every offset. */
+static char log_byte(uint64_t off)
+{
+	return (char)(((off * 2654435761u) >> 13) | 1);
+}
+
+/*
+ * A log on the full disk, through the env alone: appends of `each` bytes
+ * (under 1 KiB through the log's map, 1 KiB and more through pwrite) until
+ * one fails.  It must fail with ENOSPC and leave nothing of itself (a
+ * record cut short would be a torn record before the records of the next
+ * log): the file holds every byte appended before it, then only zeros, and
+ * closing cuts it to those bytes.
+ */
+static void test_log_full(size_t each)
+{
+	struct kv_env *env = env_posix();
+	struct env_file *f = NULL;
+	char *path = xasprintf("%s/full.log", mnt), buf[4096];
+	uint64_t size = 0, bad = UINT64_MAX;
+	struct stat st;
+	int r, fd;
+
+	if (env_open_log(env, path, &f) != 0) {
+		ok(0, "%zu-byte log appends: open a log", each);
+		ok(0, "%zu-byte log appends: the log holds them", each);
+		ok(0, "%zu-byte log appends: close", each);
+		free(path);
+		return;
+	}
+	do {
+		for (size_t j = 0; j < each; j++)
+			buf[j] = log_byte(size + j);
+		if ((r = env_append(f, buf, each)) == 0)
+			size += each;
+	} while (r == 0);
+	is_int(r, -ENOSPC, "%zu-byte log appends on an %u MiB tmpfs: one fails with ENOSPC "
+	       "after %llu bytes (%s)", each, FS_SIZE >> 20, (unsigned long long)size,
+	       r < 0 ? kv_strerror(r) : "none");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	for (uint64_t off = 0; fd >= 0 && bad == UINT64_MAX; off += sizeof(buf)) {
+		ssize_t n = pread(fd, buf, sizeof(buf), (off_t)off);
+
+		if (n <= 0)
+			break;
+		for (ssize_t j = 0; j < n && bad == UINT64_MAX; j++)
+			if (buf[j] != (off + (uint64_t)j < size ? log_byte(off + (uint64_t)j) : 0))
+				bad = off + (uint64_t)j;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (!ok(fd >= 0 && bad == UINT64_MAX, "%zu-byte log appends: the log holds the %llu "
+		"bytes appended, then only zeros: nothing of the failed append", each,
+		(unsigned long long)size))
+		diag("first wrong byte at offset %llu", (unsigned long long)bad);
+	r = env_close(f);
+	if (stat(path, &st) != 0)
+		st.st_size = -1;
+	ok(r == 0 && (uint64_t)st.st_size == size,
+	   "%zu-byte log appends: closed, the log is cut to the bytes appended (%s, %lld bytes)",
+	   each, r < 0 ? kv_strerror(r) : "ok", (long long)st.st_size);
+	unlink(path);
+	free(path);
+}
+
 static const struct round rounds[] = {
 	{ "256 KiB memtables, 1000-byte values", 256u << 10, 1000, 0, 0 },
 	{ "64 KiB memtables, synced writes", 64u << 10, 1000, KV_SYNC, 0 },
@@ -284,7 +352,9 @@ static const struct round rounds[] = {
 
 static int child(void)
 {
-	plan((int)(sizeof(rounds) / sizeof(rounds[0])) * 10 + 2);
+	plan((int)(sizeof(rounds) / sizeof(rounds[0])) * 10 + 2 + 6);
+	test_log_full(100);
+	test_log_full(4000);
 	for (size_t i = 0; i < sizeof(rounds) / sizeof(rounds[0]); i++)
 		run_round(&rounds[i]);
 	printf("# writes acknowledged: %ld, lost: %ld\n", total_acked, total_lost);

@@ -469,7 +469,8 @@ static void test_log_next_window(void)
 	while (t.size < (30u << 10))
 		tlog_append(&t, 1000);
 	is_int(maps_at(path, 64u << 10), 0, "below half of the first window no next one is mapped");
-	tlog_append(&t, 3000);
+	for (int i = 0; i < 3; i++)
+		tlog_append(&t, 1000);   /* through the map: under LOG_DIRECT_MIN */
 	is_int(wait_maps_at(path, 64u << 10, 1), 1,
 	       "past half of the first window the next one (offset 64 KiB) is mapped ahead");
 	is_int(maps_at(path, 0), 1, "the first window is still mapped");
@@ -516,12 +517,13 @@ static void test_posix_log(void)
 	/*
 	 * The POSIX log's map window starts at 64 KiB and doubles with the file
 	 * up to 4 MiB, so it is remapped at each of these offsets when the
-	 * appends are small (a pwrite of 256 KiB or more moves the windows).
+	 * appends are small (appends of 1 KiB or more go through pwrite, and
+	 * one past the window's end moves the windows).
 	 */
 	static const size_t marks[] = { 64u << 10, 128u << 10, 256u << 10, 512u << 10, 1u << 20,
 					 2u << 20, 4u << 20, 8u << 20, 12u << 20 };
-	/* around the 256 KiB at which appends go through pwrite, and beyond a window */
-	static const size_t bigs[] = { 256u << 10, (256u << 10) - 1, (300u << 10) + 7,
+	/* around the 1 KiB at which appends go through pwrite, and beyond a window */
+	static const size_t bigs[] = { 1024, 1023, 1025, (300u << 10) + 7,
 				       (1u << 20) + 3, (4u << 20) + 1, 256u << 10 };
 	const size_t cap = 24u << 20;
 	char *data = xmalloc(cap);
@@ -546,21 +548,24 @@ static void test_posix_log(void)
 	tlog_append(&t, 7);
 	ok(holds_then_zeros(path, data, 8, &len), "an empty append adds nothing");
 
-	/* small appends up to each mark, then one that ends on it or straddles it */
+	/*
+	 * small appends (through the map: under 1 KiB) up to each mark, then
+	 * one that ends on it or straddles it
+	 */
 	for (size_t m = 0; m < sizeof(marks) / sizeof(marks[0]); m++) {
 		size_t mark = marks[m];
 
-		while (t.size + 1500 < mark) {
-			size_t n = 1 + (size_t)(rand_next(&rs) % 3000);
-			if (t.size + n > mark - 1500)
-				n = mark - 1500 - t.size;
+		while (t.size + 800 < mark) {
+			size_t n = 1 + (size_t)(rand_next(&rs) % 1000);
+			if (t.size + n > mark - 800)
+				n = mark - 800 - t.size;
 			tlog_append(&t, n);
 		}
 		if (m % 2 == 0) {
 			tlog_append(&t, mark - t.size);   /* ends exactly on the mark */
 			tlog_append(&t, 1);
 		} else {
-			tlog_append(&t, 3000);            /* 1500 bytes on each side of it */
+			tlog_append(&t, 1000);            /* 800 bytes before it, 200 after */
 		}
 		if (m == 0)
 			ok(holds_then_zeros(path, data, t.size, &len),
@@ -572,7 +577,7 @@ static void test_posix_log(void)
 		if (m == 4)
 			is_int(env_sync(t.f), 0, "sync a log at 1 MiB, in the middle of a window");
 	}
-	is_int(t.failed, 0, "%ld appends of 0 to 3000 bytes, across every window up to 12 MiB, "
+	is_int(t.failed, 0, "%ld appends of 0 to 1000 bytes, across every window up to 12 MiB, "
 	       "succeed", t.appends);
 	is_int(env_file_size(env, path, &fsize), 0, "file_size of a log being written");
 	ok(fsize >= t.size, "a log being written is at least as long as what was appended "
@@ -581,13 +586,13 @@ static void test_posix_log(void)
 	ok(good, "before close the log holds the %zu bytes appended, then only zeros (%zu bytes in "
 	   "all)", t.size, len);
 
-	/* appends of 256 KiB and more (pwrite) among small ones (through the map) */
+	/* appends of 1 KiB and more (pwrite) among small ones (through the map) */
 	for (size_t i = 0; i < sizeof(bigs) / sizeof(bigs[0]); i++) {
 		tlog_append(&t, bigs[i]);
 		for (int j = 0; j < 20; j++)
 			tlog_append(&t, 1 + (size_t)(rand_next(&rs) % 2000));
 	}
-	is_int(t.failed, 0, "appends of 256 KiB - 1 to 4 MiB + 1 among small ones succeed");
+	is_int(t.failed, 0, "appends of 1 KiB - 1 to 4 MiB + 1 among small ones succeed");
 	tlog_append(&t, (size_t)300 << 10);
 	is_int(env_append(t.f, "", 0), 0, "an empty append right after a pwrite-sized one succeeds");
 	ok(holds_then_zeros(path, data, t.size, &len),

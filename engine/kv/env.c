@@ -51,8 +51,11 @@
 #define LOG_UNMAP_STEP ((size_t)512 << 10)
 /* The pages of a log's window are faulted in this far ahead of the appends (log_populate). */
 #define LOG_POPULATE_STEP ((size_t)512 << 10)
-/* Appends at least this large go through pwrite(2): the copy dominates anyway. */
-#define LOG_DIRECT_MIN ((size_t)256 << 10)
+/*
+ * Appends at least this large go through pwrite(2) (log_append says why).
+ * A put of a 1000-byte value makes a record of about 1,040 bytes.
+ */
+#define LOG_DIRECT_MIN ((size_t)1 << 10)
 
 struct posix_file {
 	struct env_file base;
@@ -743,26 +746,59 @@ static int log_store(struct posix_file *f, const char *p, size_t k)
 	return 0;
 }
 
+/*
+ * Reserve the space of an append of n bytes at f->size, with a window's
+ * worth ahead when the disk has it, so that a full disk fails the append
+ * whole (ENOSPC) and one fallocate serves many appends.  Returns as
+ * log_reserve.
+ */
+static int log_reserve_ahead(struct posix_file *f, size_t n)
+{
+	uint64_t end = f->size + n, ahead = f->size + log_window_len(f->size);
+
+	if (end <= f->reserved_end)
+		return 0;
+	if (ahead > end && fallocate(f->fd, 0, (off_t)f->size, (off_t)(ahead - f->size)) == 0) {
+		f->reserved = 1;
+		f->reserved_end = ahead;
+		return 0;
+	}
+	return log_reserve(f, end);
+}
+
+/*
+ * Small appends are stored through the map: no system call.  Appends of
+ * LOG_DIRECT_MIN bytes or more go through pwrite(2) into space reserved
+ * ahead, like the map's: the system call costs less than the map's pages
+ * do at that size.  Measured with smolbench (1,000,000 puts of 1 KiB
+ * db_bench-style values, smolfs alone, 6 runs alternating with a build
+ * that stored them through the map, on this project's test VMs), medians:
+ * fillseq 209 K/s against 190, fillrandom 127 against 131, overwrite 99
+ * against 92; puts over 1 ms 354 against 766 (fillseq), 580 against 1,630
+ * (fillrandom), 2,896 against 3,823 (overwrite); over 10 ms 4 against 19,
+ * 14 against 28, 12 against 26.  A put's median went from 0.6-2.5 us to
+ * 2.7-5.5 us (the system call).  With 400-byte values the map was 1.3-1.8
+ * times faster, with 100-byte values 2-3.5 times.  The map and pwrite
+ * share the page cache, so the two mix freely in one log.
+ */
 static int log_append(struct posix_file *f, const char *p, size_t n)
 {
 	int r;
 
 	if (n == 0)
 		return 0;
+	r = f->no_map ? 0 : n >= LOG_DIRECT_MIN ? log_reserve_ahead(f, n)
+		     : log_reserve(f, f->size + n);
+	if (r == 1)
+		f->no_map = 1;   /* no reserving here: plain writes at f->size from now on */
+	else if (r < 0)
+		return r;
 	if (n >= LOG_DIRECT_MIN || f->no_map) {
-		/* the map and pwrite share the page cache, so the two mix freely */
 		r = pwrite_all(f, p, n, f->size);
 		if (r == 0)
 			f->size += n;
 		return r;
 	}
-	r = log_reserve(f, f->size + n);
-	if (r == 1) {
-		f->no_map = 1;   /* from here on, plain writes at f->size */
-		return log_append(f, p, n);
-	}
-	if (r < 0)
-		return r;
 	while (n > 0) {
 		uint64_t end = f->map_off + f->map_len;
 		size_t room, k;
