@@ -10,14 +10,17 @@
  * round closes the database on the full disk and opens it again with only
  * 256 KiB free, not enough to write the recovered writes to a table: the
  * open must succeed and every acknowledged write read back.  First, a log
- * alone is appended to until the disk is full (test_log_full).
+ * alone is appended to until the disk is full (test_log_full), and on a
+ * 16 MiB ext4 in a loop device a log's window that cannot be reserved
+ * must keep none of the space (test_window_fails).
  *
  * When a step fails, the test lists the database's files and the free
  * space.  With KV_ENOSPC_LOG set, the engine's log lines go to stderr,
  * each with the microseconds of the clock, to tell what ran when.
  *
  * Mounting needs root (CI runs as root): as another user the test is
- * skipped.  The test runs in a child process and the parent unmounts the
+ * skipped.  Where there is no mkfs.ext4 or no loop device, the ext4 part
+ * is skipped and says why.  The test runs in a child process and the parent unmounts the
  * file system whatever happens to the child.
  */
 #include "kv.h"
@@ -30,6 +33,7 @@
 #include <ftw.h>
 #include <stdlib.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
@@ -40,6 +44,9 @@
 #define MAX_PUTS  200000
 
 static char mnt[512];
+/* the ext4 file system of test_window_fails, in the file img4, or why there is none */
+static char mnt4[512], img4[512];
+static const char *ext4_skip;
 
 static void quiet(void *arg, enum kv_log_level level, const char *msg)
 {
@@ -284,16 +291,60 @@ static char log_byte(uint64_t off)
 	return (char)(((off * 2654435761u) >> 13) | 1);
 }
 
+/* How many maps of path this process has (/proc/self/maps), or -1. */
+static int maps_of(const char *path)
+{
+	FILE *fp = fopen("/proc/self/maps", "r");
+	char line[1024];
+	int n = 0;
+
+	if (!fp)
+		return -1;
+	while (fgets(line, sizeof(line), fp))
+		if (strstr(line, path))
+			n++;
+	fclose(fp);
+	return n;
+}
+
+/* The process's address space now (VmSize), in bytes, or 0. */
+static uint64_t vm_size(void)
+{
+	FILE *fp = fopen("/proc/self/status", "r");
+	char line[256];
+	unsigned long long kib = 0;
+
+	if (!fp)
+		return 0;
+	while (fgets(line, sizeof(line), fp))
+		if (sscanf(line, "VmSize: %llu kB", &kib) == 1)
+			break;
+	fclose(fp);
+	return (uint64_t)kib << 10;
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+
 /*
  * A log on the full disk, through the env alone: appends of `each` bytes
  * (under 1 KiB through the log's map, 1 KiB and more through pwrite) until
  * one fails.  It must fail with ENOSPC and leave nothing of itself (a
  * record cut short would be a torn record before the records of the next
  * log): the file holds every byte appended before it, then only zeros, and
- * closing cuts it to those bytes.
+ * closing cuts it to those bytes.  With no_map, the address space is
+ * limited (RLIMIT_AS) so that the log's first window cannot be mapped: all
+ * its appends go through pwrite, and must reserve their space all the same.
  */
-static void test_log_full(size_t each)
+static void test_log_full(size_t each, int no_map)
 {
+	const char *how = no_map ? ", the log unmappable" : "";
+	struct rlimit old_as, as;
 	struct kv_env *env = env_posix();
 	struct env_file *f = NULL;
 	char *path = xasprintf("%s/full.log", mnt), buf[4096];
@@ -302,11 +353,19 @@ static void test_log_full(size_t each)
 	int r, fd;
 
 	if (env_open_log(env, path, &f) != 0) {
-		ok(0, "%zu-byte log appends: open a log", each);
-		ok(0, "%zu-byte log appends: the log holds them", each);
-		ok(0, "%zu-byte log appends: close", each);
+		ok(0, "%zu-byte log appends%s: open a log", each, how);
+		ok(0, "%zu-byte log appends%s: the log holds them", each, how);
+		ok(0, "%zu-byte log appends%s: close", each, how);
 		free(path);
 		return;
+	}
+	if (no_map) {
+		/* room for less than the first window (64 KiB) */
+		getrlimit(RLIMIT_AS, &old_as);
+		as = old_as;
+		as.rlim_cur = (rlim_t)(vm_size() + (32u << 10));
+		if (setrlimit(RLIMIT_AS, &as) != 0)
+			diag("setrlimit(RLIMIT_AS): %s", strerror(errno));
 	}
 	do {
 		for (size_t j = 0; j < each; j++)
@@ -314,8 +373,13 @@ static void test_log_full(size_t each)
 		if ((r = env_append(f, buf, each)) == 0)
 			size += each;
 	} while (r == 0);
-	is_int(r, -ENOSPC, "%zu-byte log appends on an %u MiB tmpfs: one fails with ENOSPC "
-	       "after %llu bytes (%s)", each, FS_SIZE >> 20, (unsigned long long)size,
+	if (no_map) {
+		setrlimit(RLIMIT_AS, &old_as);
+		is_int(maps_of(path), 0, "%zu-byte log appends%s: the log was never mapped", each,
+		       how);
+	}
+	is_int(r, -ENOSPC, "%zu-byte log appends%s on an %u MiB tmpfs: one fails with ENOSPC "
+	       "after %llu bytes (%s)", each, how, FS_SIZE >> 20, (unsigned long long)size,
 	       r < 0 ? kv_strerror(r) : "none");
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	for (uint64_t off = 0; fd >= 0 && bad == UINT64_MAX; off += sizeof(buf)) {
@@ -329,18 +393,95 @@ static void test_log_full(size_t each)
 	}
 	if (fd >= 0)
 		close(fd);
-	if (!ok(fd >= 0 && bad == UINT64_MAX, "%zu-byte log appends: the log holds the %llu "
-		"bytes appended, then only zeros: nothing of the failed append", each,
+	if (!ok(fd >= 0 && bad == UINT64_MAX, "%zu-byte log appends%s: the log holds the %llu "
+		"bytes appended, then only zeros: nothing of the failed append", each, how,
 		(unsigned long long)size))
 		diag("first wrong byte at offset %llu", (unsigned long long)bad);
 	r = env_close(f);
 	if (stat(path, &st) != 0)
 		st.st_size = -1;
 	ok(r == 0 && (uint64_t)st.st_size == size,
-	   "%zu-byte log appends: closed, the log is cut to the bytes appended (%s, %lld bytes)",
-	   each, r < 0 ? kv_strerror(r) : "ok", (long long)st.st_size);
+	   "%zu-byte log appends%s: closed, the log is cut to the bytes appended (%s, %lld bytes)",
+	   each, how, r < 0 ? kv_strerror(r) : "ok", (long long)st.st_size);
 	unlink(path);
 	free(path);
+}
+
+/* Free bytes of the file system at dir (for root), or 0. */
+static uint64_t free_bytes(const char *dir)
+{
+	struct statvfs sv;
+
+	return statvfs(dir, &sv) == 0 ? (uint64_t)sv.f_bfree * sv.f_frsize : 0;
+}
+
+/*
+ * On ext4 a failed fallocate keeps the blocks it got, and the file the
+ * length it reached.  A log whose window ahead cannot be reserved must not
+ * keep them from the flush or compaction that would give space back.  With
+ * 40 KiB left to allocate, less than a first window (64 KiB): an append of 4000
+ * bytes (pwrite, its window reserved ahead) and one of 100 bytes (through
+ * the map, whose window is reserved when it is mapped) each succeed, and
+ * the disk keeps the free space that the append did not use.
+ */
+static void test_window_fails(void)
+{
+	static const size_t sizes[] = { 4000, 100 };
+	struct kv_env *env = env_posix();
+	char *filler, buf[4000];
+	uint64_t before, end;
+	int fd, full = 0;
+
+	if (ext4_skip) {
+		skip(5, ext4_skip);
+		return;
+	}
+	memset(buf, 'w', sizeof(buf));
+	/*
+	 * The filler takes every block fallocate gives (ext4 keeps the blocks
+	 * of the fallocate that fails), then gives 40 KiB back.
+	 */
+	filler = xasprintf("%s/filler", mnt4);
+	fd = open(filler, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	end = 0;
+	if (fd >= 0) {
+		struct stat st;
+
+		(void)fallocate(fd, 0, 0, 16 << 20);
+		end = fstat(fd, &st) == 0 ? (uint64_t)st.st_size : 0;
+		end -= end % 4096;
+		for (int i = 0; i < 4096 && fallocate(fd, 0, (off_t)end, 4096) == 0; i++)
+			end += 4096;
+		full = fallocate(fd, 0, (off_t)end, 4096) != 0 && errno == ENOSPC;
+		if (!full || end < (40u << 10) || ftruncate(fd, (off_t)(end - (40u << 10))) != 0)
+			full = 0;
+		close(fd);
+	}
+	ok(full, "ext4 in a loop device: a file takes all its space (%llu bytes), then gives "
+	   "40 KiB back", (unsigned long long)end);
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		char *path = xasprintf("%s/w%zu.log", mnt4, i);
+		struct env_file *f = NULL;
+		uint64_t after;
+		int r;
+
+		before = free_bytes(mnt4);
+		r = env_open_log(env, path, &f);
+		if (r == 0)
+			r = env_append(f, buf, sizes[i]);
+		after = free_bytes(mnt4);
+		is_int(r, 0, "ext4, %llu bytes free: a %zu-byte log append succeeds (%s)",
+		       (unsigned long long)before, sizes[i], r < 0 ? kv_strerror(r) : "ok");
+		/* the append's block, and one of the file's own if need be */
+		ok(after + (8u << 10) >= before, "and the log keeps none of the free space its "
+		   "window could not reserve: %llu bytes free after it", (unsigned long long)after);
+		if (f)
+			env_close(f);
+		unlink(path);
+		free(path);
+	}
+	unlink(filler);
+	free(filler);
 }
 
 static const struct round rounds[] = {
@@ -352,14 +493,51 @@ static const struct round rounds[] = {
 
 static int child(void)
 {
-	plan((int)(sizeof(rounds) / sizeof(rounds[0])) * 10 + 2 + 6);
-	test_log_full(100);
-	test_log_full(4000);
+	plan((int)(sizeof(rounds) / sizeof(rounds[0])) * 10 + 2 + 10 + 5);
+	test_log_full(100, 0);
+	test_log_full(4000, 0);
+#ifdef SANITIZED
+	/* the sanitizer's allocator maps memory at any time: no room to limit */
+	skip(4, "an unmappable log: RLIMIT_AS cannot bound a sanitized process's maps");
+#else
+	test_log_full(300, 1);
+#endif
+	test_window_fails();
 	for (size_t i = 0; i < sizeof(rounds) / sizeof(rounds[0]); i++)
 		run_round(&rounds[i]);
 	printf("# writes acknowledged: %ld, lost: %ld\n", total_acked, total_lost);
 	fflush(stdout);   /* the parent's _exit(child()) would drop it */
 	return exit_status();
+}
+
+/*
+ * A 16 MiB ext4 file system in a file, mounted through a loop device, for
+ * test_window_fails; where this machine cannot, ext4_skip says why.
+ */
+static void ext4_setup(const char *base)
+{
+	char cmd[1200];
+	int fd;
+
+	snprintf(img4, sizeof(img4), "%s/smolfs-enospc-ext4-XXXXXX", base);
+	snprintf(mnt4, sizeof(mnt4), "%s/smolfs-enospc-mnt-XXXXXX", base);
+	fd = mkstemp(img4);
+	if (fd < 0 || ftruncate(fd, 16 << 20) != 0 || !mkdtemp(mnt4)) {
+		ext4_skip = "no room for a 16 MiB ext4 image";
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "mkfs.ext4 -q -F -m 0 '%s' >/dev/null 2>&1", img4);
+	if (system(cmd) != 0) {
+		ext4_skip = "no mkfs.ext4 here (e2fsprogs)";
+		return;
+	}
+	snprintf(cmd, sizeof(cmd), "mount -o loop,nosuid,nodev '%s' '%s' >/dev/null 2>&1", img4,
+		 mnt4);
+	if (system(cmd) != 0)
+		ext4_skip = "no loop device here: mount -o loop failed";
 }
 
 int main(void)
@@ -384,6 +562,7 @@ int main(void)
 		       strerror(e));
 		return 1;
 	}
+	ext4_setup(base && *base ? base : "/tmp");
 	fflush(stdout);
 	pid = fork();
 	if (pid == 0)
@@ -393,6 +572,10 @@ int main(void)
 	if (umount2(mnt, MNT_DETACH) != 0)
 		fprintf(stderr, "umount %s: %s\n", mnt, strerror(errno));
 	rmdir(mnt);
+	if (!ext4_skip && umount2(mnt4, MNT_DETACH) != 0)
+		fprintf(stderr, "umount %s: %s\n", mnt4, strerror(errno));
+	rmdir(mnt4);
+	unlink(img4);
 	if (st == -1 || !WIFEXITED(st)) {
 		printf("# the test process %s\n", st == -1 ? "could not run" : "was killed");
 		return 1;

@@ -10,19 +10,21 @@
  * sector is unreadable, is an -EIO and not a SIGBUS.
  *
  * Log files (open_log) are written through a shared memory map instead of
- * write(2): an append is a memcpy into the page cache, which is all a
- * write(2) without fsync achieves too (the bytes survive the process being
- * killed, not a power cut), at a fraction of the cost of a system call per
- * record.  The map is a window over space reserved ahead with fallocate(2),
- * so a full disk is an -ENOSPC from the append that needs the space (which
- * then writes nothing), never a SIGBUS from a store into a page with no
- * block behind it.  The file is cut back to the bytes appended when it is
- * closed; a process killed before that leaves the reserved tail as zeros,
- * which a log reader takes for the torn tail of an unfinished write (wal.h).
- * Where fallocate is not supported the file falls back to pwrite(2).  A
- * helper thread faults the window's pages in ahead of the appends, maps
- * the next window before the appends reach it and unmaps full windows, so
- * none of these costs falls on the writer (log_populate, log_prepare).
+ * write(2) when the appends are small (under LOG_DIRECT_MIN): an append is
+ * a memcpy into the page cache, which is all a write(2) without fsync
+ * achieves too (the bytes survive the process being killed, not a power
+ * cut), without a system call per record.  Larger appends go through
+ * pwrite(2) (log_append says why).  Either way the space ahead is reserved
+ * with fallocate(2), so a full disk is an -ENOSPC from the append that
+ * needs the space (which then writes nothing), never a SIGBUS from a store
+ * into a page with no block behind it nor part of a record written.  The
+ * file is cut back to the bytes appended when it is closed; a process
+ * killed before that leaves the reserved tail as zeros, which a log reader
+ * takes for the torn tail of an unfinished write (wal.h).  Where fallocate
+ * is not supported every append goes through pwrite(2).  A helper thread
+ * faults the window's pages in ahead of the appends, maps the next window
+ * before the appends reach it and unmaps full windows, so none of these
+ * costs falls on the writer (log_populate, log_prepare).
  *
  * fcntl locks belong to a process, so a second lock of the same file from
  * the same process would silently succeed; a process-wide table of locked
@@ -64,7 +66,9 @@ struct posix_file {
 	char *path;
 	/* log files (opened with open_log) */
 	int is_log;
-	int no_map;         /* no fallocate here: pwrite at size instead */
+	int no_map;         /* no map to be had: pwrite at size instead */
+	int no_reserve;     /* no fallocate here: pwrite at size, nothing reserved */
+	uint64_t ahead_retry;  /* a window ahead failed: try again once size is here */
 	int reserved;       /* space was reserved past size: cut it at close */
 	uint64_t reserved_end;  /* blocks are reserved for [0, reserved_end) */
 	char *map;          /* a log's window (NULL before the first append), or a read map */
@@ -270,7 +274,8 @@ static void helper_done(struct helper_job *j)
  * window (both need the process's map lock), and its first stores into
  * fresh pages faulted while the helper unmapped the old window (a put took
  * 1.1-1.7 ms at every 4 MiB window of 1 KiB appends on this project's test
- * VMs).  The window's space was reserved by the writer before it asked.
+ * VMs, when appends of that size still went through the map).  The
+ * window's space was reserved by the writer before it asked.
  */
 static char *prepare_window(struct posix_file *f)
 {
@@ -526,6 +531,35 @@ static void log_unmap(struct posix_file *f)
 }
 
 /*
+ * Reserve blocks for [from, end) of a log (from <= f->size), extending the
+ * file to end; 0 or -1 with errno.  A failed fallocate may leave behind
+ * the blocks and the length it got (ext4 does): the file is cut back to
+ * what it held, so that a log never keeps free space it failed to reserve
+ * from the flush or compaction that would give space back, and close cuts
+ * it to its records in any case.
+ */
+static int log_fallocate(struct posix_file *f, uint64_t from, uint64_t end)
+{
+	int e;
+
+	if (fallocate(f->fd, 0, (off_t)from, (off_t)(end - from)) == 0) {
+		f->reserved = 1;
+		if (end > f->reserved_end)
+			f->reserved_end = end;
+		return 0;
+	}
+	e = errno;
+	if (e != EOPNOTSUPP && e != ENOSYS) {
+		uint64_t keep = f->size > f->reserved_end ? f->size : f->reserved_end;
+
+		if (ftruncate(f->fd, (off_t)keep) == 0)
+			f->reserved = 1;
+	}
+	errno = e;
+	return -1;
+}
+
+/*
  * Make sure the file has blocks for [f->size, end), so stores through the
  * map below end cannot fault for want of space.  Returns 0, a negative
  * errno (-ENOSPC: nothing was written, the append fails whole), or 1 if
@@ -536,13 +570,11 @@ static int log_reserve(struct posix_file *f, uint64_t end)
 {
 	if (end <= f->reserved_end)
 		return 0;
-	if (fallocate(f->fd, 0, (off_t)f->size, (off_t)(end - f->size)) < 0) {
+	if (log_fallocate(f, f->size, end) < 0) {
 		if (errno == EOPNOTSUPP || errno == ENOSYS)
 			return 1;
 		return err_path(errno, "fallocate", f->path);
 	}
-	f->reserved = 1;
-	f->reserved_end = end;
 	return 0;
 }
 
@@ -580,11 +612,8 @@ static int log_remap(struct posix_file *f)
 	/* a store that faults must be an error, not the end of the process */
 	if (mapguard_install() < 0)
 		return ERR_SET(-EOPNOTSUPP, "%s: no SIGBUS handler, so no map", f->path);
-	if (off + len > f->reserved_end &&
-	    fallocate(f->fd, 0, (off_t)off, (off_t)len) == 0) {
-		f->reserved = 1;
-		f->reserved_end = off + len;
-	}
+	if (off + len > f->reserved_end)
+		(void)log_fallocate(f, off, off + len);   /* else: what log_reserve reserved */
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, f->fd, (off_t)off);
 	if (p == MAP_FAILED)
 		return err_path(errno, "mmap", f->path);
@@ -603,7 +632,8 @@ static int log_remap(struct posix_file *f)
  * where the storing thread took the faults, 0.2-0.5 us into pages
  * populated and touched beforehand (tools' loops of 64 MiB of appends); a
  * 1 KiB put with its log append and memtable insert went from 9-15 us to
- * 6-7 us.  The pages hold zeros until appended to, like the reserved blocks
+ * 6-7 us (appends of 1 KiB have gone through pwrite since: log_append).
+ * The pages hold zeros until appended to, like the reserved blocks
  * behind them.  A populate that fails or comes late just leaves the faults
  * to the stores (which are guarded): it is an optimization, never an error.
  */
@@ -668,10 +698,8 @@ static void log_prepare(struct posix_file *f)
 	len = log_window_len(end);
 	if (off + len > f->reserved_end) {
 		/* from the appends on, as log_reserve: reserved_end covers all below it */
-		if (fallocate(f->fd, 0, (off_t)f->size, (off_t)(off + len - f->size)) < 0)
+		if (log_fallocate(f, f->size, off + len) < 0)
 			return;
-		f->reserved = 1;
-		f->reserved_end = off + len;
 	}
 	f->next_off = off;
 	f->next_len = len;
@@ -749,8 +777,9 @@ static int log_store(struct posix_file *f, const char *p, size_t k)
 /*
  * Reserve the space of an append of n bytes at f->size, with a window's
  * worth ahead when the disk has it, so that a full disk fails the append
- * whole (ENOSPC) and one fallocate serves many appends.  Returns as
- * log_reserve.
+ * whole (ENOSPC) and one fallocate serves many appends.  Where the window
+ * could not be had, the appends reserve their own bytes only until they
+ * have written a window's length.  Returns as log_reserve.
  */
 static int log_reserve_ahead(struct posix_file *f, size_t n)
 {
@@ -758,10 +787,12 @@ static int log_reserve_ahead(struct posix_file *f, size_t n)
 
 	if (end <= f->reserved_end)
 		return 0;
-	if (ahead > end && fallocate(f->fd, 0, (off_t)f->size, (off_t)(ahead - f->size)) == 0) {
-		f->reserved = 1;
-		f->reserved_end = ahead;
-		return 0;
+	if (ahead > end && f->size >= f->ahead_retry) {
+		if (log_fallocate(f, f->size, ahead) == 0)
+			return 0;
+		if (errno == EOPNOTSUPP || errno == ENOSYS)
+			return 1;
+		f->ahead_retry = ahead;
 	}
 	return log_reserve(f, end);
 }
@@ -769,17 +800,21 @@ static int log_reserve_ahead(struct posix_file *f, size_t n)
 /*
  * Small appends are stored through the map: no system call.  Appends of
  * LOG_DIRECT_MIN bytes or more go through pwrite(2) into space reserved
- * ahead, like the map's: the system call costs less than the map's pages
- * do at that size.  Measured with smolbench (1,000,000 puts of 1 KiB
- * db_bench-style values, smolfs alone, 6 runs alternating with a build
- * that stored them through the map, on this project's test VMs), medians:
- * fillseq 209 K/s against 190, fillrandom 127 against 131, overwrite 99
- * against 92; puts over 1 ms 354 against 766 (fillseq), 580 against 1,630
- * (fillrandom), 2,896 against 3,823 (overwrite); over 10 ms 4 against 19,
- * 14 against 28, 12 against 26.  A put's median went from 0.6-2.5 us to
- * 2.7-5.5 us (the system call).  With 400-byte values the map was 1.3-1.8
- * times faster, with 100-byte values 2-3.5 times.  The map and pwrite
- * share the page cache, so the two mix freely in one log.
+ * ahead, like the map's.  The system call costs the writer more than a
+ * store into the map, but it saves the map's work around the stores: in a
+ * profile of 1 KiB fillseq and overwrite through the map, the helper's
+ * page population alone was a tenth of all samples, on a machine of 2
+ * cores shared by the writer, the flush and the compaction.  Measured with
+ * smolbench (1,000,000 puts of 1 KiB db_bench-style values, smolfs alone,
+ * 6 runs alternating with a build that stored them through the map, on
+ * this project's test VMs), medians: fillseq 209 K/s against 190,
+ * overwrite 99 against 92, fillrandom 127 against 131 (slower); puts over
+ * 1 ms 354 against 766 (fillseq), 2,896 against 3,823 (overwrite), 580
+ * against 1,630 (fillrandom); over 10 ms 4 against 19, 12 against 26, 14
+ * against 28.  A put's median went from 0.6-2.5 us to 2.7-5.5 us (the
+ * system call).  With 400-byte values the map was 1.3-1.8 times faster,
+ * with 100-byte values 2-3.5 times, so smaller appends stay with it.  The
+ * map and pwrite share the page cache, so the two mix freely in one log.
  */
 static int log_append(struct posix_file *f, const char *p, size_t n)
 {
@@ -787,10 +822,10 @@ static int log_append(struct posix_file *f, const char *p, size_t n)
 
 	if (n == 0)
 		return 0;
-	r = f->no_map ? 0 : n >= LOG_DIRECT_MIN ? log_reserve_ahead(f, n)
-		     : log_reserve(f, f->size + n);
-	if (r == 1)
-		f->no_map = 1;   /* no reserving here: plain writes at f->size from now on */
+	r = f->no_reserve ? 0 : n >= LOG_DIRECT_MIN || f->no_map ? log_reserve_ahead(f, n)
+			 : log_reserve(f, f->size + n);
+	if (r == 1)   /* no reserving here: plain writes at f->size from now on */
+		f->no_reserve = f->no_map = 1;
 	else if (r < 0)
 		return r;
 	if (n >= LOG_DIRECT_MIN || f->no_map) {
