@@ -3596,7 +3596,7 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	n->cached_ts = shown;
 	pthread_mutex_unlock(&fs->lock);
-	if (paged == PAGED_KEPT)
+	if (fi->keep_cache && n->kind == FS_CELL)   /* PAGED_KEPT, or -o ro's rule */
 		req_counted(fs, FS_REQ_PAGED);
 	if (n->kind == FS_STATS)
 		fi->direct_io = 1;   /* made at the open: its size may differ from stat's */

@@ -7,7 +7,7 @@
 # cached (read twice first, so its pages and attributes are warm).
 . "${SMOLFS_SRCDIR:-.}/tests/fs_lib.sh"
 
-plan 25
+plan 26
 
 fs_mount
 cd "$MNT" || exit 1
@@ -143,11 +143,19 @@ read_under 1048576 "-o ro: five opens of the cell read less than its size from S
 # and so does echo 1 >/proc/sys/vm/drop_caches here), and a page missing
 # from a read loads the whole text again.  Without keep_cache every open
 # drops them and each of the five cats loads the text: five times its size.
+# The daemon's side is exact: each of the five opens keeps the pages
+# (counted in .smolfs/stats as page cache opens).
 cat t/r/b/big >/dev/null && cat t/r/b/big >/dev/null
 before=$(sst_read)
+B=$(req_base)
+s1=$(req_snap)
 for i in 1 2 3 4 5; do
 	cat t/r/b/big >/dev/null
 done
+s2=$(req_snap)
+d=$(req_delta "$s1" "$s2" "$B")
+echo "$d" | awk '{ exit !($3 == 5 && $5 == 5) }'
+check $? "-o ro: five warm cats open with keep_cache (lookup getattr open read paged: $d)"
 read_under 5242880 "-o ro: five more cats of the warm cell read less than five times its size"
 run cmp t/r/b/big "$T/big"
 succeeds "and it reads whole"
