@@ -27,6 +27,7 @@
 #include "env.h"
 #include "util.h"
 #include "tap.h"
+#include "testutil.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -289,22 +290,6 @@ out:
 static char log_byte(uint64_t off)
 {
 	return (char)(((off * 2654435761u) >> 13) | 1);
-}
-
-/* How many maps of path this process has (/proc/self/maps), or -1. */
-static int maps_of(const char *path)
-{
-	FILE *fp = fopen("/proc/self/maps", "r");
-	char line[1024];
-	int n = 0;
-
-	if (!fp)
-		return -1;
-	while (fgets(line, sizeof(line), fp))
-		if (strstr(line, path))
-			n++;
-	fclose(fp);
-	return n;
 }
 
 /* The process's address space now (VmSize), in bytes, or 0. */

@@ -401,38 +401,6 @@ static void log_is_exact(const char *path, const struct tlog *t, const char *wha
 }
 
 
-/*
- * How many of this process's maps of path begin at file offset off (any
- * offset if off is -1), or -1 (/proc/self/maps).
- */
-static int maps_at(const char *path, int64_t off)
-{
-	FILE *m = fopen("/proc/self/maps", "r");
-	char line[4096];
-	size_t pl = strlen(path);
-	int n = 0;
-
-	if (!m)
-		return -1;
-	while (fgets(line, sizeof(line), m)) {
-		size_t l = strlen(line);
-		unsigned long long o;
-
-		if (l && line[l - 1] == '\n')
-			line[--l] = 0;
-		if (l >= pl && !strcmp(line + l - pl, path) &&
-		    sscanf(line, "%*x-%*x %*s %llx", &o) == 1 && (off < 0 || o == (unsigned long long)off))
-			n++;
-	}
-	fclose(m);
-	return n;
-}
-
-static int maps_of(const char *path)
-{
-	return maps_at(path, -1);
-}
-
 /* Wait up to 10 s for maps_at(path, off) to be want; returns what it last was. */
 static int wait_maps_at(const char *path, int64_t off, int want)
 {

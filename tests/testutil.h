@@ -1,7 +1,7 @@
 /*
  * testutil.h -- what smolfs's C tests share besides TAP (tap.h): a scratch
- * directory per test program, its recursive removal, the test scale, and the
- * seeds of the randomized tests.
+ * directory per test program, its recursive removal, the test scale, the
+ * seeds of the randomized tests, and the process's maps of a file.
  *
  * SMOLFS_TEST_SCALE (default 1) multiplies the sizes and rounds of the long
  * randomized tests.  SMOLFS_TEST_SEED replays one seed; without it a
@@ -166,6 +166,40 @@ static int test_seeds(uint64_t fixed, uint64_t seeds[2])
 	       "SMOLFS_TEST_SEED=<seed>\n", (unsigned long long)fixed, (unsigned long long)x);
 	fflush(stdout);
 	return 2;
+}
+
+/*
+ * How many of this process's maps of path begin at file offset off (any
+ * offset if off is -1), or -1 (/proc/self/maps).
+ */
+__attribute__((unused))
+static int maps_at(const char *path, int64_t off)
+{
+	FILE *m = fopen("/proc/self/maps", "r");
+	char line[4096];
+	size_t pl = strlen(path);
+	int n = 0;
+
+	if (!m)
+		return -1;
+	while (fgets(line, sizeof(line), m)) {
+		size_t l = strlen(line);
+		unsigned long long o;
+
+		if (l && line[l - 1] == '\n')
+			line[--l] = 0;
+		if (l >= pl && !strcmp(line + l - pl, path) &&
+		    sscanf(line, "%*x-%*x %*s %llx", &o) == 1 && (off < 0 || o == (unsigned long long)off))
+			n++;
+	}
+	fclose(m);
+	return n;
+}
+
+__attribute__((unused))
+static int maps_of(const char *path)
+{
+	return maps_at(path, -1);
 }
 
 #endif
