@@ -431,8 +431,9 @@ out:
  * A kill is no power cut: kv_write's 0 promises that the batch survives the
  * process being killed even without KV_SYNC, because its bytes are with the
  * operating system.  The POSIX environment writes logs by storing into a
- * memory map over space reserved ahead (env.c), so a killed writer leaves a
- * log that ends in zeros, which recovery must read as reserved space.
+ * memory map, or with pwrite for records of 1 KiB or more, over space
+ * reserved ahead (env.c), so a killed writer leaves a log that ends in
+ * zeros, which recovery must read as reserved space.
  */
 struct kill_round {
 	int kill_after;          /* acknowledgements to hear before the kill (plus up to 999) */
@@ -445,7 +446,9 @@ struct kill_round {
 
 static const struct kill_round kill_rounds[] = {
 	{ 2000, 20, 0, 0, 0, "small values, one log" },
-	{ 12000, 1024, 0, 8u << 20, 0, "1 KiB values: a log past 8 MiB, through many map windows" },
+	{ 12000, 900, 0, 8u << 20, 0, "900-byte values: a log past 8 MiB, through many map windows" },
+	{ 12000, 1024, 0, 8u << 20, 0, "1 KiB values: a log past 8 MiB, through pwrite into space "
+	  "reserved ahead" },
 	{ 6000, 150, 64u << 10, 0, 1, "64 KiB memtables: a new log at each switch, and flushes" },
 };
 #define KILL_ROUNDS ((int)(sizeof(kill_rounds) / sizeof(kill_rounds[0])))
