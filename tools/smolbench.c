@@ -183,6 +183,7 @@ struct config {
 	uint64_t seed;
 	char *db_base;                 /* every child directory is made in here */
 	int db_base_is_temp;           /* made by us with mkdtemp: removed at exit */
+	int keep_db;                   /* --keep-db: leave the kv databases in db_base */
 	const char *json_path;         /* NULL: no JSON */
 	int quiet;                     /* no progress lines on stderr */
 };
@@ -2498,6 +2499,8 @@ static void run_child(const struct config *cfg, struct results *res, int run, in
 	if (cr->outcome != RUN_OK)
 		res->failures++;
 	/* The child removes nothing on failure; whatever it left goes now. */
+	if (cfg->keep_db)
+		return;
 	n = remove_tree(dir);
 	if (n)
 		fprintf(stderr, "smolbench: cannot remove %s: %s\n", dir, strerror(-n));
@@ -3515,6 +3518,9 @@ static void usage(FILE *f)
 		"                      before a workload (default %d)\n"
 		"  --db DIR            make the databases under DIR (default: a new directory in\n"
 		"                      $TMPDIR or /tmp, removed at the end)\n"
+		"  --keep-db           leave the databases under --db DIR, one per engine, value\n"
+		"                      size and run; a later run whose first workload is not a\n"
+		"                      fill reads the database it finds there\n"
 		"  --json FILE         also write the results to FILE as JSON\n"
 		"  --seed N            seed for keys, orders and values (default 301)\n"
 		"  --pread-tables      smolfs reads tables with pread(2), not through a map\n"
@@ -3598,7 +3604,7 @@ static void parse_options(struct config *cfg, int argc, char **argv)
 		OPT_BENCHMARKS = 256, OPT_ENGINES, OPT_NUM, OPT_READS, OPT_VALUE_SIZE,
 		OPT_VALUE_SIZES, OPT_BATCH, OPT_SYNC, OPT_SEEK_READS, OPT_SCANS, OPT_REPEAT, OPT_DB,
 		OPT_JSON, OPT_SEED,
-		OPT_QUIET, OPT_HELP, OPT_PREAD_TABLES, OPT_VALUES, OPT_CACHE_MIB, OPT_SETTLE,
+		OPT_QUIET, OPT_HELP, OPT_PREAD_TABLES, OPT_KEEP_DB, OPT_VALUES, OPT_CACHE_MIB, OPT_SETTLE,
 	};
 	static const struct option longopts[] = {
 		{ "benchmarks", required_argument, NULL, OPT_BENCHMARKS },
@@ -3621,6 +3627,7 @@ static void parse_options(struct config *cfg, int argc, char **argv)
 		{ "seed", required_argument, NULL, OPT_SEED },
 		{ "quiet", no_argument, NULL, OPT_QUIET },
 		{ "pread-tables", no_argument, NULL, OPT_PREAD_TABLES },
+		{ "keep-db", no_argument, NULL, OPT_KEEP_DB },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -3711,6 +3718,9 @@ static void parse_options(struct config *cfg, int argc, char **argv)
 		case OPT_PREAD_TABLES:
 			pread_tables = 1;
 			break;
+		case OPT_KEEP_DB:
+			cfg->keep_db = 1;
+			break;
 		case OPT_QUIET:
 			cfg->quiet = 1;
 			break;
@@ -3727,6 +3737,8 @@ static void parse_options(struct config *cfg, int argc, char **argv)
 		die("unexpected argument '%s' (see --help)", argv[optind]);
 	if (!reads_set)
 		cfg->reads = cfg->num;
+	if (cfg->keep_db && !cfg->db_base)
+		die("--keep-db: name the directory to keep them in with --db DIR");
 	/* The kv workloads run in every engine's child; each table workload in its own. */
 	for (int i = 0; i < nlisted; i++) {
 		if (is_table_workload(listed[i]))
