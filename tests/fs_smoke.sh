@@ -58,9 +58,14 @@ mounted() {
 	grep -q " $M fuse.smolfs " /proc/mounts
 }
 # wait until the mount is gone (the daemon unmounts, then exits)
+# Unmounted, and the daemon gone: it closes the database after the unmount,
+# and holds DATADIR's lock until then, so a remount right after the unmount
+# alone can find it still in use (seen on a loaded machine).
 wait_unmounted() {
-	for _ in $(seq 1 50); do
-		mounted || return 0
+	for _ in $(seq 1 100); do
+		if ! mounted && ! pgrep -f "smolfs $D $M" >/dev/null; then
+			return 0
+		fi
 		sleep 0.1
 	done
 	return 1
