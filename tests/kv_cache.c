@@ -1,6 +1,6 @@
 /*
- * kv_cache.c -- tests for engine/cache.c: lookups and counters, LRU order
- * inside a shard, pinning, erase and replace of held entries, entries too
+ * kv_cache.c -- tests for engine/cache.c: lookups and counters, CLOCK order
+ * inside a shard, entries that carry their value and the reuse of their memory, pinning, erase and replace of held entries, entries too
  * big to keep, exactly-once deleters, table growth, removals in the middle
  * of a probe run (against a model), and a multithreaded
  * stress run (meant for the ASan build, which catches a value deleted while
@@ -37,7 +37,7 @@ static void val_deleter(struct slice key, void *value)
 
 static struct val vals[64];
 
-/* Keys "s<i>", taken only from those in shard 0, so one shard's LRU decides. */
+/* Keys "s<i>", taken only from those in shard 0, so one shard's clock decides. */
 static char shard_keys[64][32];
 
 static void find_shard_keys(void)
@@ -72,7 +72,7 @@ static void put_release(struct cache *c, int i, size_t charge)
 	cache_release(c, put(c, i, charge));
 }
 
-/* Is key i in the cache?  (A lookup also makes it the newest entry.) */
+/* Is key i in the cache?  (A lookup also marks it referenced.) */
 static int present(struct cache *c, int i)
 {
 	struct cache_handle *h = cache_lookup(c, slice_str(shard_keys[i]));
@@ -118,39 +118,49 @@ static void test_basics(void)
 	   "cache_free runs the deleter once, with the entry's key");
 }
 
-static void test_lru_order(void)
+static void test_clock_order(void)
 {
 	/* 16 shards of 100: shard 0 holds ten entries of charge 10. */
 	struct cache *c = cache_new(1600);
-	int ok_present = 1;
+	int ok_present = 1, kept = 1, n = 0;
 
 	for (int i = 0; i < 10; i++)
 		put_release(c, i, 10);
 	is_int(cache_usage(c), 100, "ten entries of charge 10 fill the shard exactly");
-	ok(present(c, 0) == 1, "the oldest entry is still there when the shard is exactly full");
-	/* Looked up last, key 0 is now the newest; key 1 is the oldest. */
-	put_release(c, 10, 10);
-	is_int(vals[1].deleted, 1,
-	       "inserting into a full shard evicts the least recently used entry");
-	is_int(vals[0].deleted, 0, "an entry that was just looked up is not evicted");
-	put_release(c, 11, 10);
-	is_int(vals[2].deleted, 1, "the next insert evicts the next oldest");
-	ok(present(c, 1) == 0 && present(c, 2) == 0, "evicted entries miss");
-	for (int i = 3; i <= 11; i++)
+	ok(present(c, 0) == 1, "an entry is still there when the shard is exactly full");
+	/* Nine are found again; key 9 is the only one not used since it went in. */
+	for (int i = 0; i < 9; i++)
 		ok_present &= present(c, i) == 1;
-	ok(ok_present && present(c, 0) == 1, "the other ten entries are all still cached");
+	put_release(c, 10, 10);
+	ok(ok_present && vals[9].deleted == 1,
+	   "inserting into a full shard evicts the one entry not found since it went in");
+	ok_present = 1;
+	for (int i = 0; i < 9; i++)
+		ok_present &= vals[i].deleted == 0;
+	ok(ok_present, "the entries found again all get their second chance");
+	/* Key 0, found again before every insert, outlives 30 inserts that push out the rest. */
+	for (int i = 11; i < 41; i++) {
+		kept &= present(c, 0) == 1;
+		put_release(c, i, 10);
+	}
+	ok(kept && vals[0].deleted == 0, "an entry found between every two inserts is never evicted");
+	for (int i = 1; i <= 9; i++)
+		n += vals[i].deleted;
+	is_int(n, 9, "30 inserts evicted every other old entry, not found since");
 	is_int(cache_usage(c), 100, "usage stays at capacity");
+	n = 0;
+	for (int i = 0; i <= 40; i++)
+		n += present(c, i) == 1;
+	is_int(n, 10, "the shard holds ten entries");
 
-	/* A big entry evicts as many old ones as it needs. */
-	put_release(c, 12, 35);
-	ok(vals[3].deleted == 1 && vals[4].deleted == 1 && vals[5].deleted == 1 &&
-	   vals[6].deleted == 1 && vals[7].deleted == 0,
-	   "an entry of charge 35 evicts the four oldest of charge 10");
-	is_int(cache_usage(c), 95, "usage after that is 95");
+	/* A big entry evicts as many as it needs, and no more. */
+	put_release(c, 41, 35);
+	ok(present(c, 41) == 1 && cache_usage(c) <= 100 && cache_usage(c) >= 90,
+	   "an entry of charge 35 evicts four of charge 10 (usage %zu)", cache_usage(c));
 	cache_free(c);
 	{
 		int once = 1;
-		for (int i = 0; i <= 12; i++)
+		for (int i = 0; i <= 41; i++)
 			once &= vals[i].deleted == 1 && vals[i].key_matched;
 		ok(once, "every entry's deleter ran exactly once, with its key, by the end");
 	}
@@ -160,12 +170,12 @@ static void test_pinned(void)
 {
 	struct cache *c = cache_new(1600);
 	struct cache_handle *h0 = put(c, 0, 10), *h;
-	int survived;
+	int gone_by = -1;
 
 	for (int i = 1; i < 30; i++)
 		put_release(c, i, 10);
 	ok(vals[0].deleted == 0 && vals[1].deleted == 1,
-	   "a held entry is skipped by eviction, older unheld ones go");
+	   "a held entry is skipped by eviction, unheld ones go");
 	h = cache_lookup(c, slice_str(shard_keys[0]));
 	ok(h == h0, "the held entry is still found by lookup");
 	cache_release(c, h);
@@ -173,15 +183,18 @@ static void test_pinned(void)
 
 	cache_release(c, h0);
 	ok(vals[0].deleted == 0, "releasing the last handle of a cached entry does not delete it");
-	/* Unheld and the newest: nine inserts leave it the oldest, the tenth evicts it. */
-	for (int i = 30; i < 39; i++)
+	/* Unheld now and never found again: the hand takes it within two turns. */
+	for (int i = 30; i < 64 && gone_by < 0; i++) {
 		put_release(c, i, 10);
-	survived = vals[0].deleted == 0;
-	put_release(c, 39, 10);
-	ok(survived && vals[0].deleted == 1,
-	   "once released it ages like any other entry and is evicted in turn");
+		if (vals[0].deleted)
+			gone_by = i - 29;
+	}
+	ok(gone_by > 0 && vals[0].deleted == 1,
+	   "once released it is evicted like any other (after %d inserts)", gone_by);
+	cache_free(c);
 
 	/* Pinned entries may push usage over capacity; releasing them brings it back. */
+	c = cache_new(1600);
 	{
 		struct cache_handle *held[12];
 		for (int i = 40; i < 52; i++)
@@ -192,8 +205,109 @@ static void test_pinned(void)
 			cache_release(c, held[i]);
 		is_int(cache_usage(c), 100, "releasing them evicts down to capacity");
 		ok(vals[40].deleted == 1 && vals[41].deleted == 1 && vals[42].deleted == 0,
-		   "the two released first, the least recent, are the ones evicted");
+		   "the two released first, the only ones unheld then, are the ones evicted");
 	}
+	cache_free(c);
+}
+
+/* Entries that carry their value (cache_entry_new), and the reuse of their memory. */
+static void test_entries(void)
+{
+	struct cache *c = cache_new(16 << 20);
+	struct cache_handle *e, *f, *f2, *g, *many[CACHE_STASH + 1];
+	uint64_t made0, reused0, made, reused;
+	char *v;
+	int all = 1;
+
+	e = cache_entry_new(slice_str("block-a"), 5000);
+	v = cache_value(e);
+	ok(v && ((uintptr_t)v & 15) == 0, "an entry's value is 16-byte aligned");
+	memset(v, 'a', 5000);
+	cache_entry_insert(c, e);
+	ok(cache_usage(c) >= 5000 && cache_usage(c) <= 5000 + 1024 + 256,
+	   "it is charged its allocation, at least the value's size (%zu)", cache_usage(c));
+	f = cache_lookup(c, slice_str("block-a"));
+	ok(f == e && memcmp(cache_value(f), v, 5000) == 0 && ((char *)cache_value(f))[4999] == 'a',
+	   "lookup finds it with the bytes written into it");
+	cache_release(c, f);
+	cache_release(c, e);
+	cache_erase(c, slice_str("block-a"));
+	is_int(cache_usage(c), 0, "erased, it is charged no more");
+
+	/* a dropped entry's memory goes to the next entry of about its size */
+	e = cache_entry_new(slice_str("k1"), 4100);
+	cache_entry_drop(e);
+	cache_entry_counts(&made0, &reused0);
+	g = cache_entry_new(slice_str("k2"), 4200);
+	cache_entry_counts(&made, &reused);
+	ok(made == made0 && reused == reused0 + 1 && (void *)g == (void *)e,
+	   "an entry dropped is reused by the next of about its size");
+	cache_entry_insert(c, g);
+	f = cache_lookup(c, slice_str("k2"));
+	ok(f == g && cache_lookup(c, slice_str("k1")) == NULL,
+	   "a reused entry is found under its new key only");
+	cache_release(c, f);
+	cache_release(c, g);
+	cache_erase(c, slice_str("k2"));   /* dies: its memory is stashed again */
+	cache_entry_counts(&made0, &reused0);
+	f = cache_entry_new(slice_str("k3"), 40000);
+	cache_entry_counts(&made, &reused);
+	ok(made == made0 + 1 && reused == reused0,
+	   "an entry much bigger than the stashed memory gets its own");
+	f2 = cache_entry_new(slice_str("k4"), 100);
+	cache_entry_counts(&made0, &reused0);
+	ok(made0 == made + 1 && reused0 == reused,
+	   "so does one much smaller (no memory held at 40 times the need)");
+	cache_entry_drop(f2);
+	cache_entry_drop(f);
+	g = cache_entry_new(slice_str("k5"), 4000);   /* empties the stash of 4 KiB memory */
+
+	/* the stash keeps at most CACHE_STASH: more dropped free the oldest */
+	for (int i = 0; i <= CACHE_STASH; i++)
+		many[i] = cache_entry_new(slice_str("m"), 20000);
+	for (int i = 0; i <= CACHE_STASH; i++)
+		cache_entry_drop(many[i]);
+	cache_entry_counts(&made0, &reused0);
+	for (int i = 0; i <= CACHE_STASH; i++) {
+		many[i] = cache_entry_new(slice_str("m"), 20000);
+		memset(cache_value(many[i]), 'm', 20000);
+	}
+	cache_entry_counts(&made, &reused);
+	/* the oldest, the 40000- and 100-byte entries dropped above, and one of these went */
+	ok(reused - reused0 == CACHE_STASH && made - made0 == 1,
+	   "at most %d dropped entries are kept for reuse (%d of %d reused)", CACHE_STASH,
+	   (int)(reused - reused0), CACHE_STASH + 1);
+	for (int i = 0; i <= CACHE_STASH; i++)
+		cache_entry_drop(many[i]);
+	cache_entry_drop(g);
+
+	/* entries evicted from a full cache feed the next ones */
+	cache_free(c);
+	c = cache_new(CACHE_SHARDS * 10000);
+	cache_entry_counts(&made0, &reused0);
+	for (int i = 0; i < 2000; i++) {
+		char k[16];
+		snprintf(k, sizeof(k), "e%d", i);
+		e = cache_entry_new(slice_str(k), 4000);
+		memset(cache_value(e), i & 0xff, 4000);
+		cache_entry_insert(c, e);
+		cache_release(c, e);
+	}
+	for (int i = 1990; i < 2000; i++) {
+		char k[16];
+		snprintf(k, sizeof(k), "e%d", i);
+		e = cache_lookup(c, slice_str(k));
+		if (e) {
+			v = cache_value(e);
+			all &= v[0] == (char)(i & 0xff) && v[3999] == (char)(i & 0xff);
+			cache_release(c, e);
+		}
+	}
+	cache_entry_counts(&made, &reused);
+	ok(all && cache_usage(c) <= cache_capacity(c),
+	   "2000 entries through a small cache: within capacity, values intact");
+	ok(reused - reused0 > 1500, "and most of them (%d) reused the memory of evicted ones",
+	   (int)(reused - reused0));
 	cache_free(c);
 }
 
@@ -497,11 +611,12 @@ static void test_stress(void)
 
 int main(void)
 {
-	plan(59);
+	plan(69);
 	find_shard_keys();
 	test_basics();
-	test_lru_order();
+	test_clock_order();
 	test_pinned();
+	test_entries();
 	test_erase_replace();
 	test_oversize();
 	test_growth();

@@ -1,5 +1,5 @@
 /*
- * cache.c -- the sharded LRU cache of cache.h.
+ * cache.c -- the sharded CLOCK cache of cache.h.
  *
  * The cache is CACHE_SHARDS independent shards; a key's shard is picked by the
  * top bits of its hash64, and the low bits pick its slot inside the shard,
@@ -12,24 +12,30 @@
  *     64-bit hash matches: the blocks cached are megabytes apart, so every
  *     entry touched is a likely cache miss, and a chained table paid one
  *     per link on every miss and insert (a sixth of a compacted scan's
- *     time).  Removal shifts the run back (no tombstones), and eviction
- *     finds its entry's slot by pointer, without touching other entries;
- *   - an LRU list of the entries in the table that no handle holds, oldest
- *     at the head: only these may be evicted;
+ *     time).  Removal shifts the run back (no tombstones);
+ *   - a clock hand over those slots, and in each slot a referenced bit,
+ *     set by a lookup that finds the entry and cleared when the hand
+ *     passes.  To make room, the hand sweeps the slots and evicts the
+ *     first entry that no handle holds and that was not found since the
+ *     hand last passed it: an entry in use gets a second chance, one read
+ *     once does not.  That is an approximation of least-recently-used
+ *     order that reads and writes only the slots, which are packed, until
+ *     it has found its victim: the LRU list it replaces touched the oldest
+ *     entry and its neighbour on every eviction and a hit's two neighbours
+ *     on every hit, each a likely cache miss (a quarter of a 1 KiB-value
+ *     seekrandom's time went to the cache);
  *   - usage, the sum of the charges of the entries in the table.
  *
  * An entry's refs counts the handles held by callers, plus one while it is in
- * the table.  So an entry is on the LRU list exactly when it is in the table
- * and refs == 1, and it is deleted exactly when refs drops to 0: after it left
+ * the table.  It is deleted exactly when refs drops to 0: after it left
  * the table (evicted, erased or replaced) and its last handle was released.
  * Deleters run after the shard mutex is dropped, because a deleter may do
  * real work (closing an SSTable) and must not stall other readers of the
  * shard or call back into the cache under the lock.
  *
- * Recency is the time of the last release: a held entry is off the list, and
- * rejoins it at the newest end when its last handle goes.  Eviction happens
- * whenever usage exceeds the shard's capacity, on insert and on release (an
- * insert may overshoot while the entries it would evict are held).
+ * Eviction happens whenever usage exceeds the shard's capacity, on insert
+ * and on release (an insert may overshoot while the entries it would evict
+ * are held).
  */
 #include "cache.h"
 
@@ -37,8 +43,23 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+/* Stashed memory is dead to ASan until reused, as freed memory would be. */
+#define STASH_POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define STASH_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define STASH_POISON(p, n) ((void)(p), (void)(n))
+#define STASH_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
 #define CACHE_SEED 0x2f1c7a9b3d5e6081ull
 #define SHARD_SHIFT 60          /* 64 - log2(CACHE_SHARDS) */
+/*
+ * A slot's referenced bit: bit 63 of its hash, which is the same for every
+ * hash in one shard (it picked the shard), so it is free to hold the bit.
+ */
+#define REF_BIT (1ull << 63)
 #define INITIAL_SLOTS 16
 
 _Static_assert(CACHE_SHARDS == 1 << (64 - SHARD_SHIFT), "shard bits match the shard count");
@@ -49,14 +70,17 @@ struct cache_handle {
 	size_t charge;
 	uint64_t hash;
 	struct cache_handle *dnext;        /* after death, the list of the dead */
-	struct cache_handle *prev, *next;  /* LRU list links, while on it */
 	uint32_t refs;                     /* held handles + 1 while in the table */
 	int in_table;
+	size_t cap;                        /* cache_entry_new: the allocation's size; else 0 */
 	size_t klen;
 	char key[];
 };
 
-/* A table slot: empty when e is NULL; else hash is e->hash, kept here to be compared cold. */
+/*
+ * A table slot: empty when e is NULL; else hash is e->hash, kept here to be
+ * compared cold, with REF_BIT in place of its top bit.
+ */
 struct slot {
 	uint64_t hash;
 	struct cache_handle *e;
@@ -69,8 +93,7 @@ struct shard {
 	struct slot *slots;
 	size_t nslots;                     /* a power of two, at least twice count */
 	size_t count;                      /* entries in the table */
-	struct cache_handle *lru_head;     /* oldest unheld entry */
-	struct cache_handle *lru_tail;     /* newest unheld entry */
+	size_t hand;                       /* the clock hand: the next slot to look at */
 	uint64_t hits, misses;             /* atomic: read without the lock */
 };
 
@@ -115,11 +138,96 @@ struct cache *cache_new(size_t capacity)
 	return c;
 }
 
+/*
+ * The calling thread's stash of dead cache_entry_new entries (cache.h), and
+ * their sizes, kept here so that a search touches no entry.  Drained by the
+ * key's destructor when the thread ends.
+ */
+struct stash {
+	int n;
+	size_t cap[CACHE_STASH];
+	struct cache_handle *e[CACHE_STASH];
+};
+
+static __thread struct stash stash;
+static __thread int stash_registered;
+static __thread uint64_t entries_made, entries_reused;
+static pthread_key_t stash_key;
+static pthread_once_t stash_once = PTHREAD_ONCE_INIT;
+
+static void stash_drain(void *arg)
+{
+	struct stash *st = arg;
+
+	while (st->n > 0) {
+		st->n--;
+		STASH_UNPOISON(st->e[st->n], st->cap[st->n]);
+		free(st->e[st->n]);
+	}
+}
+
+static void stash_key_init(void)
+{
+	if (pthread_key_create(&stash_key, stash_drain) != 0)
+		abort();
+}
+
+/*
+ * Keep e's memory.  A full stash frees its oldest memory to make room: a
+ * few entries of an odd size (a block of one big value) must not keep the
+ * common sizes out for the rest of the thread's life.
+ */
+static void stash_put(struct cache_handle *e)
+{
+	if (e->cap > CACHE_STASH_MAX) {
+		free(e);
+		return;
+	}
+	if (stash.n == CACHE_STASH) {
+		STASH_UNPOISON(stash.e[0], stash.cap[0]);
+		free(stash.e[0]);
+		stash.n--;
+		memmove(stash.e, stash.e + 1, stash.n * sizeof(stash.e[0]));
+		memmove(stash.cap, stash.cap + 1, stash.n * sizeof(stash.cap[0]));
+	}
+	if (!stash_registered) {
+		pthread_once(&stash_once, stash_key_init);
+		if (pthread_setspecific(stash_key, &stash) != 0) {
+			free(e);
+			return;
+		}
+		stash_registered = 1;
+	}
+	stash.cap[stash.n] = e->cap;
+	stash.e[stash.n++] = e;
+	STASH_POISON(e, e->cap);
+}
+
+/* A stashed allocation of at least need bytes and not much more, or NULL. */
+static struct cache_handle *stash_take(size_t need)
+{
+	for (int i = stash.n - 1; i >= 0; i--) {
+		struct cache_handle *e = stash.e[i];
+
+		if (stash.cap[i] < need || stash.cap[i] - need > need / 4)
+			continue;
+		STASH_UNPOISON(e, stash.cap[i]);
+		stash.n--;
+		memmove(stash.e + i, stash.e + i + 1, (stash.n - i) * sizeof(stash.e[0]));
+		memmove(stash.cap + i, stash.cap + i + 1, (stash.n - i) * sizeof(stash.cap[0]));
+		return e;
+	}
+	return NULL;
+}
+
 static void run_deleter(struct cache_handle *e)
 {
 	if (e->deleter)
 		e->deleter(entry_key(e), e->value);
-	free(e);
+	if (e->cap)
+		stash_put(e);
+	else
+		free(e);
 }
 
 void cache_free(struct cache *c)
@@ -141,32 +249,6 @@ void cache_free(struct cache *c)
 	free(c);
 }
 
-/* ---- LRU list; all REQUIRE the shard lock. */
-
-static void lru_remove(struct shard *s, struct cache_handle *e)
-{
-	if (e->prev)
-		e->prev->next = e->next;
-	else
-		s->lru_head = e->next;
-	if (e->next)
-		e->next->prev = e->prev;
-	else
-		s->lru_tail = e->prev;
-	e->prev = e->next = NULL;
-}
-
-static void lru_append(struct shard *s, struct cache_handle *e)
-{
-	e->next = NULL;
-	e->prev = s->lru_tail;
-	if (s->lru_tail)
-		s->lru_tail->next = e;
-	else
-		s->lru_head = e;
-	s->lru_tail = e;
-}
-
 /* ---- hash table and references; all REQUIRE the shard lock. */
 
 /*
@@ -179,21 +261,10 @@ static size_t table_find(const struct shard *s, struct slice key, uint64_t hash)
 
 	for (;; i = (i + 1) & mask) {
 		const struct slot *sl = &s->slots[i];
-		if (!sl->e || (sl->hash == hash && slice_eq(entry_key(sl->e), key)))
+		if (!sl->e || (((sl->hash ^ hash) & ~REF_BIT) == 0 &&
+				slice_eq(entry_key(sl->e), key)))
 			return i;
 	}
-}
-
-/* The slot holding entry e, found by pointer.  REQUIRES e in the table. */
-static size_t table_find_entry(const struct shard *s, const struct cache_handle *e)
-{
-	size_t mask = s->nslots - 1, i = e->hash & mask;
-
-	while (s->slots[i].e != e) {
-		assert(s->slots[i].e);
-		i = (i + 1) & mask;
-	}
-	return i;
 }
 
 /* Keep runs short: double the slots once the table is more than half full. */
@@ -216,6 +287,7 @@ static void table_maybe_grow(struct shard *s)
 	free(s->slots);
 	s->slots = ns;
 	s->nslots = n;
+	s->hand = 0;
 }
 
 /*
@@ -246,18 +318,15 @@ static void slot_clear(struct shard *s, size_t i)
 
 /*
  * Drop one reference.  An entry that dies is pushed on *dead, to be deleted
- * by the caller once the lock is released; one that only the table still
- * holds becomes the newest evictable entry.
+ * by the caller once the lock is released.
  */
-static void unref(struct shard *s, struct cache_handle *e, struct cache_handle **dead)
+static void unref(struct cache_handle *e, struct cache_handle **dead)
 {
 	assert(e->refs > 0);
 	if (--e->refs == 0) {
 		assert(!e->in_table);
 		e->dnext = *dead;
 		*dead = e;
-	} else if (e->in_table && e->refs == 1) {
-		lru_append(s, e);
 	}
 }
 
@@ -271,15 +340,53 @@ static void table_remove(struct shard *s, size_t i, struct cache_handle **dead)
 	s->count--;
 	s->usage -= e->charge;
 	e->in_table = 0;
-	if (e->refs == 1)
-		lru_remove(s, e);
-	unref(s, e, dead);
+	unref(e, dead);
 }
 
+/*
+ * Sweep the hand until usage is within capacity, or until two full turns
+ * found nothing to evict (every entry left is held).  A removal leaves the
+ * hand where it is: the run shifted back, so the slot holds an entry the
+ * hand has not seen yet, or nothing.
+ */
 static void evict(struct shard *s, struct cache_handle **dead)
 {
-	while (s->usage > s->capacity && s->lru_head)
-		table_remove(s, table_find_entry(s, s->lru_head), dead);
+	size_t mask = s->nslots - 1, turns = 0;
+
+	while (s->usage > s->capacity && turns <= 2 * s->nslots) {
+		size_t i = s->hand & mask;
+		struct slot *sl = &s->slots[i];
+
+		if (sl->e && !(sl->hash & REF_BIT) && sl->e->refs == 1) {
+			table_remove(s, i, dead);
+			continue;
+		}
+		sl->hash &= ~REF_BIT;
+		s->hand = i + 1;
+		turns++;
+	}
+}
+
+/*
+ * A lookup missed in a full shard: an insert will likely follow and evict.
+ * Ask the CPU now for the entry the hand would take, as far as the slots
+ * tell (unreferenced; whether it is held is in the entry), so that the
+ * cache miss on it overlaps with the caller's work until the insert (a
+ * block's read and decompression), instead of stalling the eviction: that
+ * one miss was most of a 1 KiB-value seekrandom's time in the cache.
+ */
+static void prefetch_victim(const struct shard *s)
+{
+	size_t mask = s->nslots - 1;
+
+	for (size_t k = 0, i = s->hand; k < 8; k++, i++) {
+		const struct slot *sl = &s->slots[i & mask];
+
+		if (sl->e && !(sl->hash & REF_BIT)) {
+			__builtin_prefetch(sl->e);
+			return;
+		}
+	}
 }
 
 /* Run the deleters of the entries that died while the lock was held. */
@@ -295,46 +402,105 @@ static void bury(struct cache_handle *dead)
 
 /* ---- the interface */
 
-struct cache_handle *cache_insert(struct cache *c, struct slice key, void *value, size_t charge,
-				  cache_deleter deleter)
+/* Fill in a new entry held by the caller alone. */
+static void entry_init(struct cache_handle *e, struct slice key, void *value, size_t charge,
+		       cache_deleter deleter)
 {
-	uint64_t hash = key_hash(key);
-	struct shard *s = shard_for(c, hash);
-	struct cache_handle *e = xmalloc(sizeof(*e) + key.len);
-	struct cache_handle *dead = NULL;
-	size_t i;
-
 	e->value = value;
 	e->deleter = deleter;
 	e->charge = charge;
-	e->hash = hash;
-	e->dnext = e->prev = e->next = NULL;
+	e->hash = key_hash(key);
+	e->dnext = NULL;
 	e->refs = 1;                       /* the caller's handle */
 	e->in_table = 0;
 	e->klen = key.len;
 	if (key.len)
 		memcpy(e->key, key.data, key.len);
+}
 
+/* Put new entry e in the table, in place of any entry under its key. */
+static void entry_insert(struct cache *c, struct cache_handle *e)
+{
+	struct shard *s = shard_for(c, e->hash);
+	struct slice key = entry_key(e);
+	struct cache_handle *dead = NULL;
+	size_t i;
+
+	assert(e->refs == 1 && !e->in_table);
 	pthread_mutex_lock(&s->mu);
-	i = table_find(s, key, hash);
+	i = table_find(s, key, e->hash);
 	/* The old value is stale even if the new one is too big to keep. */
 	if (s->slots[i].e) {
 		table_remove(s, i, &dead);
-		i = table_find(s, key, hash);   /* the run may have shifted */
+		i = table_find(s, key, e->hash);   /* the run may have shifted */
 	}
-	if (charge <= s->capacity) {
+	if (e->charge <= s->capacity) {
 		e->refs++;
 		e->in_table = 1;
-		s->slots[i].hash = hash;
+		s->slots[i].hash = e->hash & ~REF_BIT;   /* not referenced yet */
 		s->slots[i].e = e;
 		s->count++;
-		s->usage += charge;
+		s->usage += e->charge;
 		table_maybe_grow(s);
 		evict(s, &dead);
 	}
 	pthread_mutex_unlock(&s->mu);
 	bury(dead);
+}
+
+struct cache_handle *cache_insert(struct cache *c, struct slice key, void *value, size_t charge,
+				  cache_deleter deleter)
+{
+	struct cache_handle *e = xmalloc(sizeof(*e) + key.len);
+
+	entry_init(e, key, value, charge, deleter);
+	e->cap = 0;
+	entry_insert(c, e);
 	return e;
+}
+
+/* Where an entry of cache_entry_new keeps its value: after its key, aligned. */
+#define VALUE_ALIGN 16
+
+struct cache_handle *cache_entry_new(struct slice key, size_t size)
+{
+	size_t off = (sizeof(struct cache_handle) + key.len + VALUE_ALIGN - 1) &
+		     ~(size_t)(VALUE_ALIGN - 1);
+	size_t need = off + size;
+	struct cache_handle *e;
+
+	/* sizes rounded so that blocks a little apart in size reuse each other's memory */
+	need = need > 1024 ? (need + 1023) & ~(size_t)1023 : (need + 63) & ~(size_t)63;
+	e = stash_take(need);
+	if (e) {
+		entries_reused++;
+	} else {
+		e = xmalloc(need);
+		e->cap = need;
+		entries_made++;
+	}
+	entry_init(e, key, (char *)e + off, 0, NULL);
+	return e;
+}
+
+void cache_entry_insert(struct cache *c, struct cache_handle *h)
+{
+	assert(h->cap);
+	h->charge = h->cap;
+	entry_insert(c, h);
+}
+
+void cache_entry_counts(uint64_t *made, uint64_t *reused)
+{
+	*made = entries_made;
+	*reused = entries_reused;
+}
+
+void cache_entry_drop(struct cache_handle *h)
+{
+	assert(h->cap && h->refs == 1 && !h->in_table);
+	h->refs = 0;
+	run_deleter(h);
 }
 
 struct cache_handle *cache_lookup(struct cache *c, struct slice key)
@@ -342,16 +508,19 @@ struct cache_handle *cache_lookup(struct cache *c, struct slice key)
 	uint64_t hash = key_hash(key);
 	struct shard *s = shard_for(c, hash);
 	struct cache_handle *e;
+	size_t i;
 
 	pthread_mutex_lock(&s->mu);
-	e = s->slots[table_find(s, key, hash)].e;
+	i = table_find(s, key, hash);
+	e = s->slots[i].e;
 	if (e) {
-		if (e->refs == 1)
-			lru_remove(s, e);
+		s->slots[i].hash |= REF_BIT;
 		e->refs++;
 		__atomic_fetch_add(&s->hits, 1, __ATOMIC_RELAXED);
 	} else {
 		__atomic_fetch_add(&s->misses, 1, __ATOMIC_RELAXED);
+		if (s->usage > s->capacity / 8 * 7)
+			prefetch_victim(s);
 	}
 	pthread_mutex_unlock(&s->mu);
 	return e;
@@ -363,7 +532,7 @@ void cache_release(struct cache *c, struct cache_handle *h)
 	struct cache_handle *dead = NULL;
 
 	pthread_mutex_lock(&s->mu);
-	unref(s, h, &dead);
+	unref(h, &dead);
 	evict(s, &dead);
 	pthread_mutex_unlock(&s->mu);
 	bury(dead);

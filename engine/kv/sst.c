@@ -918,15 +918,41 @@ static int handle_fits(struct blk_handle h, uint64_t limit)
 }
 
 /*
+ * Where a block read goes: the memory of the block read_block_head returns,
+ * and of the raw bytes it reads with pread.  alloc never fails; drop frees
+ * what alloc gave.  Metadata blocks and checks go to the heap
+ * (heap_alloc); data blocks into a block cache entry (struct entry_alloc).
+ */
+struct blk_alloc {
+	char *(*alloc)(struct blk_alloc *a, size_t n);
+	void (*drop)(struct blk_alloc *a, char *mem);
+};
+
+static char *heap_alloc_fn(struct blk_alloc *a, size_t n)
+{
+	(void)a;
+	return xmalloc(n);
+}
+
+static void heap_drop_fn(struct blk_alloc *a, char *mem)
+{
+	(void)a;
+	free(mem);
+}
+
+static struct blk_alloc heap_alloc = { heap_alloc_fn, heap_drop_fn };
+
+/*
  * Check the checksum of the raw block at raw (h.size bytes and the trailer)
- * and decompress or copy it into a malloc'd buffer: *mem, owned by the
- * caller, whose first head bytes are left for the caller's use, and *out
- * the block's bytes after them; an uncompressed block is not copied if raw
- * is itself head bytes into a malloc'd buffer (own = 1): *mem is raw - head
- * then.  On error *mem is NULL.
+ * and decompress or copy it into memory from a: *mem, owned by the caller,
+ * whose first head bytes are left for the caller's use, and *out the
+ * block's bytes after them; an uncompressed block is not copied if raw is
+ * itself head bytes into memory from a (own = 1): *mem is raw - head then.
+ * On error *mem is NULL.
  */
 static int decode_block(const struct sst *t, struct blk_handle h, const char *what,
-			char *raw, int own, size_t head, char **mem, struct slice *out)
+			char *raw, int own, size_t head, struct blk_alloc *a, char **mem,
+			struct slice *out)
 {
 	const char *p, *end = raw + h.size;
 	uint32_t want, got, ulen;
@@ -943,7 +969,7 @@ static int decode_block(const struct sst *t, struct blk_handle h, const char *wh
 		if (own) {
 			*mem = raw - head;
 		} else {
-			*mem = xmalloc(head + h.size + 1);
+			*mem = a->alloc(a, head + h.size + 1);
 			memcpy(*mem + head, raw, h.size);
 		}
 		*out = slice_make(*mem + head, h.size);
@@ -954,11 +980,11 @@ static int decode_block(const struct sst *t, struct blk_handle h, const char *wh
 			return ERR_CORRUPT("%s: %s block at offset %llu: bad uncompressed length",
 					  t->name, what, (unsigned long long)h.off);
 		/* stored before the decompression that may fault, so the fault path frees it */
-		*mem = xmalloc(head + ulen + 1);
+		*mem = a->alloc(a, head + ulen + 1);
 		plain = *mem + head;
 		dn = ZSTD_decompressDCtx(thread_dctx(), plain, ulen, p, (size_t)(end - p));
 		if (ZSTD_isError(dn) || dn != ulen) {
-			free(*mem);
+			a->drop(a, *mem);
 			*mem = NULL;
 			return ERR_CORRUPT("%s: %s block at offset %llu: zstd cannot decompress (%s)",
 					  t->name, what, (unsigned long long)h.off,
@@ -979,7 +1005,7 @@ static int decode_block(const struct sst *t, struct blk_handle h, const char *wh
  * unguarded read would be a SIGBUS that kills the process.
  */
 static int decode_mapped_block(const struct sst *t, struct blk_handle h, const char *what,
-			       size_t head, char **mem, struct slice *out)
+			       size_t head, struct blk_alloc *a, char **mem, struct slice *out)
 {
 	/* volatile: decode_block may have stored a buffer here when the jump comes */
 	char *volatile buf = NULL;
@@ -989,13 +1015,14 @@ static int decode_mapped_block(const struct sst *t, struct blk_handle h, const c
 
 	mapguard_arm(&g, t->map, t->file_size);
 	if (sigsetjmp(g.jb, 0)) {
-		free(buf);
+		if (buf)
+			a->drop(a, buf);
 		return ERR_SET(-EIO, "%s: %s block at offset %llu: reading the table's map faulted "
 				"at file offset %llu (the file was cut short, or the disk cannot "
 				"read it)", t->name, what, (unsigned long long)h.off,
 				(unsigned long long)((const char *)g.fault - t->map));
 	}
-	r = decode_block(t, h, what, (char *)t->map + h.off, 0, head, (char **)&buf, &got);
+	r = decode_block(t, h, what, (char *)t->map + h.off, 0, head, a, (char **)&buf, &got);
 	mapguard_leave(&g);
 	*mem = buf;
 	*out = got;
@@ -1004,13 +1031,14 @@ static int decode_mapped_block(const struct sst *t, struct blk_handle h, const c
 
 /*
  * Read the block at h, check its checksum, and decompress it.  On success
- * *mem is a malloc'd buffer the caller frees, and *out the block's bytes in
- * it, after head bytes the caller may use (a data block's cache entry keeps
- * its own record there: one allocation per block).
+ * *mem is memory from a that the caller drops, and *out the block's bytes
+ * in it, after head bytes the caller may use (a data block's cache entry
+ * keeps its own record there: one allocation per block).  On error nothing
+ * from a is left.
  * REQUIRES: handle_fits(h, file size).
  */
 static int read_block_head(const struct sst *t, struct blk_handle h, const char *what,
-			   size_t head, char **mem, struct slice *out)
+			   size_t head, struct blk_alloc *a, char **mem, struct slice *out)
 {
 	size_t n = (size_t)h.size + SST_TRAILER;
 	char *raw;
@@ -1023,19 +1051,19 @@ static int read_block_head(const struct sst *t, struct blk_handle h, const char 
 #ifdef SMOLFS_BENCH_UNGUARDED_MAP
 	/* a benchmark-only build (smolbench(1)): the map read without its guard */
 	if (t->map)
-		return decode_block(t, h, what, (char *)t->map + h.off, 0, head, mem, out);
+		return decode_block(t, h, what, (char *)t->map + h.off, 0, head, a, mem, out);
 #endif
-	if (t->map)
-		return decode_mapped_block(t, h, what, head, mem, out);   /* handle_fits: in the map */
-	raw = xmalloc(head + n);
+	if (t->map)   /* handle_fits: in the map */
+		return decode_mapped_block(t, h, what, head, a, mem, out);
+	raw = a->alloc(a, head + n);
 	r = env_read_exact(t->f, raw + head, n, h.off);
 	if (r < 0) {
-		free(raw);
+		a->drop(a, raw);
 		return annotate(t, what, h.off, r);
 	}
-	r = decode_block(t, h, what, raw + head, 1, head, mem, out);
+	r = decode_block(t, h, what, raw + head, 1, head, a, mem, out);
 	if (*mem != raw)
-		free(raw);
+		a->drop(a, raw);
 	return r;
 }
 
@@ -1043,7 +1071,7 @@ static int read_block_head(const struct sst *t, struct blk_handle h, const char 
 static int read_block(const struct sst *t, struct blk_handle h, const char *what, char **mem,
 		      struct slice *out)
 {
-	return read_block_head(t, h, what, 0, mem, out);
+	return read_block_head(t, h, what, 0, &heap_alloc, mem, out);
 }
 
 /* Read and parse a metadata block the table keeps for its lifetime. */
@@ -1068,35 +1096,63 @@ static int read_meta_block(const struct sst *t, int which, char **mem, struct bl
 
 /*
  * A data block as the cache holds it: the parsed block, at the start of the
- * one allocation whose rest holds its bytes (read_block_head).  Charged at
- * its full size, so the cache's capacity bounds the uncompressed bytes it
- * keeps.
+ * value of the cache entry whose rest holds its bytes (read_block_head with
+ * an entry_alloc): one allocation per block, handle included, which the
+ * cache recycles (cache_entry_new).  Charged at the entry's full size, so
+ * the cache's capacity bounds the memory its blocks take.
  */
 struct cached_block {
 	struct block blk;
 };
 
-static void cached_block_free(struct cached_block *cb)
+/*
+ * A blk_alloc whose memory is the value of new cache entries under key
+ * (none when there is no block cache): at most two at once, the block read
+ * with pread and the block it decompresses to.
+ */
+struct entry_alloc {
+	struct blk_alloc base;
+	struct slice key;
+	struct cache_handle *e[2];
+};
+
+static char *entry_alloc_fn(struct blk_alloc *a, size_t n)
 {
-	free(cb);
+	struct entry_alloc *ea = (struct entry_alloc *)a;
+	int i = ea->e[0] != NULL;
+
+	assert(!ea->e[i]);
+	ea->e[i] = cache_entry_new(ea->key, n);
+	return cache_value(ea->e[i]);
 }
 
-static void cache_deleter_fn(struct slice key, void *value)
+/* The entry whose value is mem, taken out of ea. */
+static struct cache_handle *entry_take(struct entry_alloc *ea, char *mem)
 {
-	(void)key;
-	cached_block_free(value);
+	struct cache_handle *h;
+	int i = !(ea->e[0] && cache_value(ea->e[0]) == mem);
+
+	h = ea->e[i];
+	assert(h && cache_value(h) == mem);
+	ea->e[i] = NULL;
+	return h;
+}
+
+static void entry_drop_fn(struct blk_alloc *a, char *mem)
+{
+	cache_entry_drop(entry_take((struct entry_alloc *)a, mem));
 }
 
 /*
  * What keeps a data block alive while an iterator reads it: a cache handle,
- * or, when the block was not put in the cache, the block itself.  Lives in
- * the iterator (or on the stack of sst_get); the block iterator's release
- * callback drops it.
+ * or, when the block was not put in the cache, its entry, held outside any
+ * cache.  Lives in the iterator (or on the stack of sst_get); the block
+ * iterator's release callback drops it.
  */
 struct pin {
 	struct cache *cache;
 	struct cache_handle *h;
-	struct cached_block *owned;
+	struct cache_handle *owned;
 };
 
 static void pin_release(void *arg)
@@ -1106,7 +1162,7 @@ static void pin_release(void *arg)
 	if (p->h)
 		cache_release(p->cache, p->h);
 	else if (p->owned)
-		cached_block_free(p->owned);
+		cache_entry_drop(p->owned);
 	p->h = NULL;
 	p->owned = NULL;
 }
@@ -1118,13 +1174,39 @@ static void block_cache_key(const struct sst *t, uint64_t off, char key[16])
 }
 
 /*
- * Get data block h, from the cache or the file, pinned by *pin.
+ * Ask the CPU for the block after h in the table's map, which a scan that
+ * read h from the file will most likely read next.  A block read from the
+ * map first costs a TLB walk and cache misses, one after another (the
+ * trailer, then the bytes the checksum reads); prefetched while the scan
+ * works through h, they overlap with that work.  The next block's size is
+ * taken to be about h's.  A prefetch never faults, so a page the file no
+ * longer has costs nothing here (the read itself will report it).
+ */
+static void prefetch_next_block(const struct sst *t, struct blk_handle h)
+{
+	uint64_t off = h.off + h.size + SST_TRAILER, end;
+
+	if (!t->map || off >= t->data_end)
+		return;
+	end = off + h.size + SST_TRAILER;
+	if (end > t->data_end)
+		end = t->data_end;
+	for (; off < end; off += 64)
+		__builtin_prefetch((const char *)t->map + off);
+	__builtin_prefetch((const char *)t->map + end - 1);
+}
+
+/*
+ * Get data block h, from the cache or the file, pinned by *pin.  scanning:
+ * the caller will likely read the next block too (prefetch_next_block).
  * REQUIRES: *pin holds nothing.
  */
 static int load_data_block(const struct sst *t, struct blk_handle h, int fill_cache,
-			   struct pin *pin, const struct block **blk)
+			   int scanning, struct pin *pin, const struct block **blk)
 {
+	struct entry_alloc ea = { { entry_alloc_fn, entry_drop_fn }, { NULL, 0 }, { NULL, NULL } };
 	struct cached_block *cb;
+	struct cache_handle *e;
 	struct slice contents;
 	char key[16], *mem;
 	int r;
@@ -1136,29 +1218,35 @@ static int load_data_block(const struct sst *t, struct blk_handle h, int fill_ca
 				  (unsigned long long)h.size);
 	if (t->cache) {
 		block_cache_key(t, h.off, key);
+		ea.key = slice_make(key, sizeof(key));
 		pin->cache = t->cache;
-		pin->h = cache_lookup(t->cache, slice_make(key, sizeof(key)));
+		pin->h = cache_lookup(t->cache, ea.key);
 		if (pin->h) {
 			cb = cache_value(pin->h);
 			*blk = &cb->blk;
 			return 0;
 		}
 	}
-	r = read_block_head(t, h, "data", sizeof(*cb), &mem, &contents);
+	if (scanning)
+		prefetch_next_block(t, h);
+	r = read_block_head(t, h, "data", sizeof(*cb), &ea.base, &mem, &contents);
 	if (r < 0)
 		return r;
+	e = entry_take(&ea, mem);
+	assert(!ea.e[0] && !ea.e[1]);
 	cb = (struct cached_block *)(void *)mem;
 	r = blk_parse(contents, &cb->blk);
 	if (r < 0) {
 		annotate(t, "data", h.off, r);
-		cached_block_free(cb);
+		cache_entry_drop(e);
 		return r;
 	}
-	if (t->cache && fill_cache)
-		pin->h = cache_insert(t->cache, slice_make(key, sizeof(key)), cb,
-				      contents.len + sizeof(*cb), cache_deleter_fn);
-	else
-		pin->owned = cb;
+	if (t->cache && fill_cache) {
+		cache_entry_insert(t->cache, e);
+		pin->h = e;
+	} else {
+		pin->owned = e;
+	}
 	*blk = &cb->blk;
 	return 0;
 }
@@ -1492,7 +1580,7 @@ int sst_get_hashed(struct sst *t, struct slice ukey, uint64_t hash, uint64_t sna
 			r = ERR_CORRUPT("%s: index block: bad data block handle", t->name);
 			break;
 		}
-		r = load_data_block(t, h, 1, &pin, &blk);
+		r = load_data_block(t, h, 1, 0, &pin, &blk);
 		if (r < 0)
 			break;
 		blk_iter_init(&it, blk, ikey_cmp_fn, pin_release, &pin);
@@ -1613,8 +1701,8 @@ static void open_data(struct sst_iter *si)
 	if (si->data && si->data_off == h.off)
 		return;
 	close_data(si);
-	r = load_data_block(si->t, h, si->fill_cache && si->streak < SST_SCAN_FILL_BLOCKS, &si->pin,
-			    &blk);
+	r = load_data_block(si->t, h, si->fill_cache && si->streak < SST_SCAN_FILL_BLOCKS, 1,
+			    &si->pin, &blk);
 	if (r < 0) {
 		set_error(si, r);
 		return;
