@@ -203,13 +203,13 @@ static void stash_put(struct cache_handle *e)
 	STASH_POISON(e, e->cap);
 }
 
-/* A stashed allocation of at least need bytes and not much more, or NULL. */
+/* A stashed allocation of at least need bytes and at most an eighth more, or NULL. */
 static struct cache_handle *stash_take(size_t need)
 {
 	for (int i = stash.n - 1; i >= 0; i--) {
 		struct cache_handle *e = stash.e[i];
 
-		if (stash.cap[i] < need || stash.cap[i] - need > need / 4)
+		if (stash.cap[i] < need || stash.cap[i] - need > need / 8)
 			continue;
 		STASH_UNPOISON(e, stash.cap[i]);
 		stash.n--;
@@ -469,8 +469,15 @@ struct cache_handle *cache_entry_new(struct slice key, size_t size)
 	size_t need = off + size;
 	struct cache_handle *e;
 
-	/* sizes rounded so that blocks a little apart in size reuse each other's memory */
-	need = need > 1024 ? (need + 1023) & ~(size_t)1023 : (need + 63) & ~(size_t)63;
+	/*
+	 * Sizes rounded so that blocks a little apart in size reuse each
+	 * other's memory, and reuse allowed up to an eighth more than the
+	 * need.  Not coarser: the charge is what the memory takes, and with a
+	 * 1 KiB step and a quarter more, 4 KiB blocks were charged about a
+	 * fifth more than their bytes; the cache held that many fewer, and a
+	 * 100-byte-value readrandom's median get was 1 us slower.
+	 */
+	need = (need + 255) & ~(size_t)255;
 	e = stash_take(need);
 	if (e) {
 		entries_reused++;
