@@ -35,16 +35,16 @@ static void val_deleter(struct slice key, void *value)
 	total_deleted++;
 }
 
-static struct val vals[64];
+static struct val vals[400];
 
 /* Keys "s<i>", taken only from those in shard 0, so one shard's clock decides. */
-static char shard_keys[64][32];
+static char shard_keys[400][32];
 
 static void find_shard_keys(void)
 {
 	int n = 0;
 
-	for (int i = 0; n < 64; i++) {
+	for (int i = 0; n < 400; i++) {
 		char b[32];
 		snprintf(b, sizeof(b), "s%d", i);
 		if (cache_shard_of(slice_str(b)) == 0)
@@ -138,29 +138,34 @@ static void test_clock_order(void)
 	for (int i = 0; i < 9; i++)
 		ok_present &= vals[i].deleted == 0;
 	ok(ok_present, "the entries found again all get their second chance");
-	/* Key 0, found again before every insert, outlives 30 inserts that push out the rest. */
-	for (int i = 11; i < 41; i++) {
+	/*
+	 * Key 0, found again before every insert, outlives 100 inserts that
+	 * push out the rest (each insert makes the hand move on, and the keys'
+	 * hashes spread them over the slots: 100 inserts take the hand round
+	 * many times).
+	 */
+	for (int i = 11; i < 111; i++) {
 		kept &= present(c, 0) == 1;
 		put_release(c, i, 10);
 	}
 	ok(kept && vals[0].deleted == 0, "an entry found between every two inserts is never evicted");
 	for (int i = 1; i <= 9; i++)
 		n += vals[i].deleted;
-	is_int(n, 9, "30 inserts evicted every other old entry, not found since");
+	is_int(n, 9, "100 inserts evicted all the other old entries, not found since");
 	is_int(cache_usage(c), 100, "usage stays at capacity");
 	n = 0;
-	for (int i = 0; i <= 40; i++)
+	for (int i = 0; i < 111; i++)
 		n += present(c, i) == 1;
 	is_int(n, 10, "the shard holds ten entries");
 
 	/* A big entry evicts as many as it needs, and no more. */
-	put_release(c, 41, 35);
-	ok(present(c, 41) == 1 && cache_usage(c) <= 100 && cache_usage(c) >= 90,
+	put_release(c, 111, 35);
+	ok(present(c, 111) == 1 && cache_usage(c) <= 100 && cache_usage(c) >= 90,
 	   "an entry of charge 35 evicts four of charge 10 (usage %zu)", cache_usage(c));
 	cache_free(c);
 	{
 		int once = 1;
-		for (int i = 0; i <= 41; i++)
+		for (int i = 0; i <= 111; i++)
 			once &= vals[i].deleted == 1 && vals[i].key_matched;
 		ok(once, "every entry's deleter ran exactly once, with its key, by the end");
 	}
@@ -181,16 +186,39 @@ static void test_pinned(void)
 	cache_release(c, h);
 	is_int(cache_usage(c), 100, "the held entry still counts in usage");
 
+	/* 30 more inserts while it is held: the hand goes by it, and clears its bit, many times */
+	for (int i = 30; i < 60; i++)
+		put_release(c, i, 10);
 	cache_release(c, h0);
 	ok(vals[0].deleted == 0, "releasing the last handle of a cached entry does not delete it");
-	/* Unheld now and never found again: the hand takes it within two turns. */
-	for (int i = 30; i < 64 && gone_by < 0; i++) {
+	/* Unheld now and never found again: the hand takes it within a few turns. */
+	for (int i = 60; i < 128 && gone_by < 0; i++) {
 		put_release(c, i, 10);
 		if (vals[0].deleted)
-			gone_by = i - 29;
+			gone_by = i - 59;
 	}
 	ok(gone_by > 0 && vals[0].deleted == 1,
 	   "once released it is evicted like any other (after %d inserts)", gone_by);
+	cache_free(c);
+
+	/*
+	 * A shard of two entries of charge 50: key 200 is held while 20 others
+	 * come and go, so the hand passes it while it is in use.  Released, it
+	 * and the last one put are the only candidates, and the next insert
+	 * must take the last one put, wherever the hand is: the held entry has
+	 * its second chance.
+	 */
+	c = cache_new(1600);
+	{
+		struct cache_handle *a = put(c, 200, 50);
+
+		for (int i = 201; i < 221; i++)
+			put_release(c, i, 50);
+		cache_release(c, a);
+		put_release(c, 221, 50);
+		ok(vals[200].deleted == 0 && vals[220].deleted == 1,
+		   "an entry in use when the hand passed outlives one never used");
+	}
 	cache_free(c);
 
 	/* Pinned entries may push usage over capacity; releasing them brings it back. */
@@ -224,7 +252,7 @@ static void test_entries(void)
 	ok(v && ((uintptr_t)v & 15) == 0, "an entry's value is 16-byte aligned");
 	memset(v, 'a', 5000);
 	cache_entry_insert(c, e);
-	ok(cache_usage(c) >= 5000 && cache_usage(c) <= 5000 + 1024 + 256,
+	ok(cache_usage(c) >= 5000 && cache_usage(c) <= 5000 + 256 + 256,
 	   "it is charged its allocation, at least the value's size (%zu)", cache_usage(c));
 	f = cache_lookup(c, slice_str("block-a"));
 	ok(f == e && memcmp(cache_value(f), v, 5000) == 0 && ((char *)cache_value(f))[4999] == 'a',
@@ -524,12 +552,23 @@ static void *stress_thread(void *arg)
 
 		snprintf(b, sizeof(b), "t%d", k);
 		switch ((r >> 32) % 8) {
-		case 0: case 1: {
+		case 0: {
 			struct sval *v = xmalloc(sizeof(*v));
 			v->magic = STRESS_MAGIC;
 			v->key = k;
 			__atomic_fetch_add(&stress_inserted, 1, __ATOMIC_RELAXED);
-			h = cache_insert(w->c, slice_str(b), v, 1 + (r >> 40) % 20, sval_deleter);
+			h = cache_insert(w->c, slice_str(b), v, 10 * (1 + (r >> 40) % 20), sval_deleter);
+			break;
+		}
+		case 1: {
+			/* an entry carrying its value: it may die in another thread, and be reused there */
+			struct sval *v;
+
+			h = cache_entry_new(slice_str(b), sizeof(*v) + (r >> 44) % 300);
+			v = cache_value(h);
+			v->magic = STRESS_MAGIC;
+			v->key = k;
+			cache_entry_insert(w->c, h);
 			break;
 		}
 		case 2:
@@ -574,7 +613,7 @@ static void test_stress(void)
 {
 	enum { NT = 4 };
 	/* About 30 entries' worth per shard: constant eviction. */
-	struct cache *c = cache_new(16 * 300);
+	struct cache *c = cache_new(16 * 3000);
 	struct worker w[NT];
 	pthread_t t[NT];
 	int bad = 0, dup_ids = 0;
@@ -593,7 +632,7 @@ static void test_stress(void)
 		lookups += w[i].lookups;
 		memcpy(ids + i * 1000, w[i].ids, sizeof(w[i].ids));
 	}
-	is_int(bad, 0, "4 threads: every held value is intact and belongs to its key");
+	is_int(bad, 0, "4 threads, entries of both kinds: every held value is intact and belongs to its key");
 	ok(cache_usage(c) <= cache_capacity(c), "with no handle held, usage is within capacity");
 	cache_counters(c, &hits, &misses);
 	is_int((long)(hits + misses), lookups,
@@ -611,7 +650,7 @@ static void test_stress(void)
 
 int main(void)
 {
-	plan(69);
+	plan(70);
 	find_shard_keys();
 	test_basics();
 	test_clock_order();

@@ -45,7 +45,12 @@
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
-/* Stashed memory is dead to ASan until reused, as freed memory would be. */
+/*
+ * Stashed memory is dead to ASan until reused, as freed memory would be,
+ * and so is an entry's slack past its value.  Unlike freed memory, it is
+ * reused at once, without ASan's quarantine: a handle used after its
+ * release is caught only while the memory is still stashed.
+ */
 #define STASH_POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
 #define STASH_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
 #else
@@ -72,6 +77,7 @@ struct cache_handle {
 	struct cache_handle *dnext;        /* after death, the list of the dead */
 	uint32_t refs;                     /* held handles + 1 while in the table */
 	int in_table;
+	int chance;                        /* held when the clock hand passed (evict) */
 	size_t cap;                        /* cache_entry_new: the allocation's size; else 0 */
 	size_t klen;
 	char key[];
@@ -94,6 +100,7 @@ struct shard {
 	size_t nslots;                     /* a power of two, at least twice count */
 	size_t count;                      /* entries in the table */
 	size_t hand;                       /* the clock hand: the next slot to look at */
+	int all_held;                      /* evict found nothing it may evict (evict) */
 	uint64_t hits, misses;             /* atomic: read without the lock */
 };
 
@@ -164,6 +171,7 @@ static void stash_drain(void *arg)
 		STASH_UNPOISON(st->e[st->n], st->cap[st->n]);
 		free(st->e[st->n]);
 	}
+	stash_registered = 0;   /* an entry dropped later registers again, to be drained again */
 }
 
 static void stash_key_init(void)
@@ -179,6 +187,7 @@ static void stash_key_init(void)
  */
 static void stash_put(struct cache_handle *e)
 {
+	STASH_UNPOISON(e, e->cap);   /* the slack cache_entry_new poisoned */
 	if (e->cap > CACHE_STASH_MAX) {
 		free(e);
 		return;
@@ -320,13 +329,15 @@ static void slot_clear(struct shard *s, size_t i)
  * Drop one reference.  An entry that dies is pushed on *dead, to be deleted
  * by the caller once the lock is released.
  */
-static void unref(struct cache_handle *e, struct cache_handle **dead)
+static void unref(struct shard *s, struct cache_handle *e, struct cache_handle **dead)
 {
 	assert(e->refs > 0);
 	if (--e->refs == 0) {
 		assert(!e->in_table);
 		e->dnext = *dead;
 		*dead = e;
+	} else if (e->refs == 1 && e->in_table) {
+		s->all_held = 0;   /* the table's alone now: evictable */
 	}
 }
 
@@ -340,28 +351,49 @@ static void table_remove(struct shard *s, size_t i, struct cache_handle **dead)
 	s->count--;
 	s->usage -= e->charge;
 	e->in_table = 0;
-	unref(e, dead);
+	unref(s, e, dead);
 }
 
 /*
- * Sweep the hand until usage is within capacity, or until two full turns
- * found nothing to evict (every entry left is held).  A removal leaves the
- * hand where it is: the run shifted back, so the slot holds an entry the
- * hand has not seen yet, or nothing.
+ * Sweep the hand until usage is within capacity.  At each slot: a
+ * referenced entry loses its bit and is passed over; an unreferenced one is
+ * evicted unless a handle holds it, or it has a second chance coming
+ * because it was held when the hand last came by (an entry in use is not
+ * the first to go once released: its bit may have been cleared while it was
+ * held; the hold of the insert that brings an entry in does not count).  Only unreferenced entries are touched, the likely victims.  A
+ * removal leaves the hand where it is: the run shifted back, so the slot
+ * holds an entry the hand has not seen yet, or nothing.
+ *
+ * Two full turns without an eviction mean every entry is held: the shard
+ * stays over capacity, and further calls return at once (all_held) until a
+ * release leaves an entry in the table unheld, rather than sweep every slot
+ * under the lock on each insert and release.
  */
 static void evict(struct shard *s, struct cache_handle **dead)
 {
 	size_t mask = s->nslots - 1, turns = 0;
 
-	while (s->usage > s->capacity && turns <= 2 * s->nslots) {
+	if (s->all_held)
+		return;
+	while (s->usage > s->capacity) {
 		size_t i = s->hand & mask;
 		struct slot *sl = &s->slots[i];
+		struct cache_handle *e = sl->e;
 
-		if (sl->e && !(sl->hash & REF_BIT) && sl->e->refs == 1) {
+		if (turns > 2 * s->nslots) {
+			s->all_held = 1;
+			return;
+		}
+		if (e && (sl->hash & REF_BIT)) {
+			sl->hash &= ~REF_BIT;
+		} else if (e && e->refs > 1) {
+			e->chance = 1;
+		} else if (e && e->chance) {
+			e->chance = 0;
+		} else if (e) {
 			table_remove(s, i, dead);
 			continue;
 		}
-		sl->hash &= ~REF_BIT;
 		s->hand = i + 1;
 		turns++;
 	}
@@ -413,6 +445,7 @@ static void entry_init(struct cache_handle *e, struct slice key, void *value, si
 	e->dnext = NULL;
 	e->refs = 1;                       /* the caller's handle */
 	e->in_table = 0;
+	e->chance = 0;
 	e->klen = key.len;
 	if (key.len)
 		memcpy(e->key, key.data, key.len);
@@ -443,6 +476,7 @@ static void entry_insert(struct cache *c, struct cache_handle *e)
 		s->usage += e->charge;
 		table_maybe_grow(s);
 		evict(s, &dead);
+		e->chance = 0;   /* held by its inserter only: no second chance for that */
 	}
 	pthread_mutex_unlock(&s->mu);
 	bury(dead);
@@ -487,6 +521,8 @@ struct cache_handle *cache_entry_new(struct slice key, size_t size)
 		entries_made++;
 	}
 	entry_init(e, key, (char *)e + off, 0, NULL);
+	/* under ASan, a value overrun into the rounding's slack is caught as in a malloc'd buffer */
+	STASH_POISON((char *)e + off + size, e->cap - off - size);
 	return e;
 }
 
@@ -539,7 +575,7 @@ void cache_release(struct cache *c, struct cache_handle *h)
 	struct cache_handle *dead = NULL;
 
 	pthread_mutex_lock(&s->mu);
-	unref(h, &dead);
+	unref(s, h, &dead);
 	evict(s, &dead);
 	pthread_mutex_unlock(&s->mu);
 	bury(dead);

@@ -1099,7 +1099,8 @@ static int read_meta_block(const struct sst *t, int which, char **mem, struct bl
  * value of the cache entry whose rest holds its bytes (read_block_head with
  * an entry_alloc): one allocation per block, handle included, which the
  * cache recycles (cache_entry_new).  Charged at the entry's full size, so
- * the cache's capacity bounds the memory its blocks take.
+ * the cache's capacity bounds the memory its blocks take, but for the few
+ * dead blocks' memory each reading thread keeps for reuse (CACHE_STASH).
  */
 struct cached_block {
 	struct block blk;
@@ -1230,8 +1231,13 @@ static int load_data_block(const struct sst *t, struct blk_handle h, int fill_ca
 	if (scanning)
 		prefetch_next_block(t, h);
 	r = read_block_head(t, h, "data", sizeof(*cb), &ea.base, &mem, &contents);
-	if (r < 0)
+	if (r < 0) {
+		/* read_block_head drops what it took; this also covers a jump out of the map */
+		for (int i = 0; i < 2; i++)
+			if (ea.e[i])
+				cache_entry_drop(ea.e[i]);
 		return r;
+	}
 	e = entry_take(&ea, mem);
 	assert(!ea.e[0] && !ea.e[1]);
 	cb = (struct cached_block *)(void *)mem;
