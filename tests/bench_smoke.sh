@@ -96,6 +96,23 @@ k=$(zstd_keeps)
 check $? "zstd keeps at least 95% of random values (it kept ${k:-?}%)"
 out_has "2 runs interleaved" "the header says the runs are interleaved"
 
+# --keep-db: the database stays, and a run that starts with a read reads it
+bench --engines smolfs --num 300 --runs 1 --value-sizes 100 --keep-db \
+	--benchmarks fillrandom
+status_is 0 "a --keep-db fill exits 0"
+test -e "$T/db/smolfs-100-run1/CURRENT"
+check $? "--keep-db leaves the run's database in its directory"
+out_has "(kept after each run: --keep-db)" "and the header says so"
+bench --engines smolfs --num 300 --runs 1 --value-sizes 100 --keep-db \
+	--benchmarks readrandom
+status_is 0 "a --keep-db run of readrandom alone exits 0"
+grep -E '^readrandom +smolfs .*found 300 of 300' "$T/out" >/dev/null
+check $? "it reads the kept database: every key is found"
+"$SMOLBENCH" --keep-db --num 300 >"$T/out" 2>"$T/err"
+status=$?
+status_is 1 "--keep-db without --db is refused"
+err_has "--keep-db: name the directory" "and the message says what is missing"
+
 bench --values=sometimes
 status_is 1 "--values takes compressible or random only"
 err_has "--values: 'sometimes'" "and says what it did not take"

@@ -2784,7 +2784,8 @@ static void print_header(const struct config *cfg)
 	if (cfg->ntable_workloads)
 		print_table_header(cfg);
 	printf("  databases in %s%s\n", cfg->db_base,
-	       cfg->db_base_is_temp ? " (removed at the end)" : "");
+	       cfg->db_base_is_temp ? " (removed at the end)" :
+	       cfg->keep_db ? " (kept after each run: --keep-db)" : "");
 	fflush(stdout);
 }
 
