@@ -4,6 +4,7 @@
  * reference, range tombstones, reference counts, and one writer racing two
  * lock-free readers.
  */
+#include "bloom.h"
 #include "memtable.h"
 #include "tap.h"
 #include "util.h"
@@ -14,6 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* mem_get with the hash its callers compute */
+static int mget(struct memtable *m, struct slice k, uint64_t snap, int *type, uint64_t *seq,
+		struct slice *v)
+{
+	return mem_get(m, k, bloom_hash(k), snap, type, seq, v);
+}
 
 static struct slice S(const char *s)
 {
@@ -31,7 +39,7 @@ static void test_empty(void)
 	int type;
 	struct buf t = BUF_INIT;
 
-	ok(!mem_get(m, S("a"), SEQ_MAX, &type, &seq, &v), "an empty memtable finds nothing");
+	ok(!mget(m, S("a"), SEQ_MAX, &type, &seq, &v), "an empty memtable finds nothing");
 	iter_seek_first(it);
 	ok(!iter_valid(it), "seek_first on an empty memtable is not valid");
 	iter_seek_last(it);
@@ -64,7 +72,7 @@ static void test_versions(void)
 	mem_add(m, 16, KT_PUT, S("k\xff"), S("kff"));
 
 	for (uint64_t snap = 0; snap <= 20; snap++) {
-		int found = mem_get(m, S("k"), snap, &type, &seq, &v);
+		int found = mget(m, S("k"), snap, &type, &seq, &v);
 		if (snap < 3) {
 			bad += found != 0;
 			continue;
@@ -78,13 +86,13 @@ static void test_versions(void)
 			       v.data[1] != (want == 15 ? '1' : (char)('0' + want));
 	}
 	is_int(bad, 0, "get at every snapshot 0..20 returns the newest version at or below it");
-	ok(mem_get(m, S("k"), UINT64_MAX, &type, &seq, &v) && seq == 15,
+	ok(mget(m, S("k"), UINT64_MAX, &type, &seq, &v) && seq == 15,
 	   "a snapshot above SEQ_MAX means the newest version");
-	ok(!mem_get(m, S("ka"), SEQ_MAX, &type, &seq, &v),
+	ok(!mget(m, S("ka"), SEQ_MAX, &type, &seq, &v),
 	   "a key absent between present ones is not found");
-	ok(!mem_get(m, S(""), SEQ_MAX, &type, &seq, &v), "the empty key is not found when absent");
-	ok(!mem_get(m, S("kk"), 1, &type, &seq, &v), "a key newer than the snapshot is invisible");
-	ok(mem_get(m, S("kk"), 2, &type, &seq, &v) && type == KT_PUT &&
+	ok(!mget(m, S(""), SEQ_MAX, &type, &seq, &v), "the empty key is not found when absent");
+	ok(!mget(m, S("kk"), 1, &type, &seq, &v), "a key newer than the snapshot is invisible");
+	ok(mget(m, S("kk"), 2, &type, &seq, &v) && type == KT_PUT &&
 	   slice_eq(v, S("kk2")), "a key is visible at its own sequence");
 	is_int(mem_entries(m), 7, "entries counts every point version, deletes included");
 	is_int(mem_range_dels(m), 0, "no range tombstones were added");
@@ -109,9 +117,9 @@ static void test_big_value(void)
 	mem_add(m, 3, KT_PUT, S("small2"), S("y"));
 	ok(mem_bytes(m) >= before + n, "mem_bytes grows by at least a big value's size");
 	ok(mem_bytes(m) < before + n + 64 * 1024, "a big value costs little more than its size");
-	ok(mem_get(m, S("big"), 5, &type, &seq, &v) && v.len == n && memcmp(v.data, big, n) == 0,
+	ok(mget(m, S("big"), 5, &type, &seq, &v) && v.len == n && memcmp(v.data, big, n) == 0,
 	   "a 3 MiB value reads back intact");
-	ok(mem_get(m, S("small2"), 5, &type, &seq, &v) && slice_eq(v, S("y")),
+	ok(mget(m, S("small2"), 5, &type, &seq, &v) && slice_eq(v, S("y")),
 	   "small entries after a big one read back");
 	free(big);
 	mem_unref(m);
@@ -136,7 +144,81 @@ static void test_bytes_small(void)
 	ok(mem_bytes(m) < first + 1000 * (7 + 8 + 10 + 2 + 12 * 8) + 2 * 1024 * 1024,
 	   "mem_bytes stays within the entries' size plus chunk slack");
 	ok(first < 4096, "a fresh memtable reports only a few bytes");
+	ok(mem_bytes(m) < first + 1000 * (7 + 8 + 10 + 2 + 12 * 8) + 64 * 1024,
+	   "a memtable of 1000 small entries takes less than 64 KiB beyond them (key filter included)");
 	mem_unref(m);
+}
+
+/* ---------------------------------------------------------------- key filter */
+
+static void test_filter(void)
+{
+	struct memtable *m = mem_new();
+	int missed = 0, wrong = 0;
+	size_t passed = 0, first, after_ranges;
+	struct slice v;
+	uint64_t seq;
+	int type;
+	char k[32];
+
+	first = mem_bytes(m);
+	ok(!mem_may_contain(m, bloom_hash(S("a"))), "an empty memtable's filter passes no key");
+	mem_add(m, 1, KT_RANGE_DEL, S("a"), S("z"));
+	after_ranges = mem_bytes(m);
+	ok(!mem_may_contain(m, bloom_hash(S("b"))),
+	   "range tombstones alone put nothing in the filter of point keys");
+
+	/* 100000 keys spread over the filter's first four segments, and a deletion */
+	for (int i = 0; i < 100000; i++) {
+		snprintf(k, sizeof(k), "user%08d", 2 * i);
+		mem_add(m, (uint64_t)i + 2, i == 777 ? KT_DELETE : KT_PUT, S(k), S("v"));
+	}
+	for (int i = 0; i < 100000; i++) {
+		snprintf(k, sizeof(k), "user%08d", 2 * i);
+		if (!mem_may_contain(m, bloom_hash(S(k))))
+			missed++;
+		if (mget(m, S(k), SEQ_MAX, &type, &seq, &v) != 1 || seq != (uint64_t)i + 2 ||
+		    type != (i == 777 ? KT_DELETE : KT_PUT))
+			wrong++;
+		snprintf(k, sizeof(k), "user%08d", 2 * i + 1);
+		passed += (size_t)mem_may_contain(m, bloom_hash(S(k)));
+	}
+	ok(missed == 0, "the filter passes every key put or deleted (%d of 100000 refused)", missed);
+	ok(wrong == 0, "every key is found with its sequence and type (%d wrong)", wrong);
+	/* 16 bits per key, six probes in one 512-bit line: a few tenths of a percent per segment */
+	ok(passed < 2000, "the filter refuses nearly every absent key: %zu of 100000 pass", passed);
+	diag("absent keys passing the filter: %zu of 100000", passed);
+	ok(mget(m, S("user00000001"), SEQ_MAX, &type, &seq, &v) == 0, "an absent key is not found");
+	/*
+	 * The segments for 100000 keys: 0.25 + 1 + 4 + 16 + 64 + 256 KiB.  A
+	 * small memtable pays only the first ones (test_bytes_small).
+	 */
+	ok(after_ranges - first < 1024, "range tombstones alone make no filter (%zu bytes)",
+	   after_ranges - first);
+	ok(mem_bytes(m) < 100000 * 64 + (400u << 10) + (2u << 20),
+	   "the filter of 100000 keys costs about 340 KiB (%zu bytes in all)", mem_bytes(m));
+	mem_unref(m);
+
+	/* a memtable of a write buffer under 1 MiB has none; one of 1 MiB has one */
+	for (int big = 0; big <= 1; big++) {
+		struct mem_pool *p = mem_pool_new(big ? 1u << 20 : 512u << 10);
+
+		m = mem_new_pooled(p);
+		mem_add(m, 1, KT_PUT, S("present"), S("v"));
+		passed = 0;
+		for (int i = 0; i < 100; i++) {
+			snprintf(k, sizeof(k), "absent%d", i);
+			passed += (size_t)mem_may_contain(m, bloom_hash(S(k)));
+		}
+		ok(mem_may_contain(m, bloom_hash(S("present"))) &&
+		   mget(m, S("present"), SEQ_MAX, &type, &seq, &v) == 1 &&
+		   mget(m, S("absent0"), SEQ_MAX, &type, &seq, &v) == 0 &&
+		   passed == (big ? 0 : 100),
+		   "a write buffer of %s: %s (%zu of 100 absent keys pass)", big ? "1 MiB" : "512 KiB",
+		   big ? "a key filter" : "no key filter, gets search the skiplist", passed);
+		mem_unref(m);
+		mem_pool_free(p);
+	}
 }
 
 /* ---------------------------------------------------------------- random reference */
@@ -218,7 +300,7 @@ static void test_random_reference(void)
 		uint64_t seq;
 		int type;
 
-		if (!mem_get(m, ikey_user(ik), ikey_seq(ik), &type, &seq, &v) ||
+		if (!mget(m, ikey_user(ik), ikey_seq(ik), &type, &seq, &v) ||
 		    seq != ikey_seq(ik) || type != ikey_type(ik) || !slice_eq(v, ref[i].value))
 			bad++;
 	}
@@ -294,7 +376,7 @@ static void test_random_reference(void)
 		size_t want = lower_bound(ref, N, buf_slice(&t));
 		int expect = want < N &&
 			     slice_eq(ikey_user(buf_slice(&ref[want].ikey)), slice_make(k, klen));
-		int found = mem_get(m, slice_make(k, klen), snap, &type, &seq, &v);
+		int found = mget(m, slice_make(k, klen), snap, &type, &seq, &v);
 
 		if (found != expect)
 			bad++;
@@ -334,7 +416,7 @@ static void test_range_tombstones(void)
 	is_int(mem_range_dels(m), 3, "range_dels counts the range tombstones");
 	is_int(mem_entries(m), 1, "range tombstones are not point entries");
 	is_int(mem_max_seq(m), 8, "max_seq includes range tombstones");
-	ok(mem_get(m, S("b"), SEQ_MAX, &type, &seq, &v) && seq == 4 && type == KT_PUT,
+	ok(mget(m, S("b"), SEQ_MAX, &type, &seq, &v) && seq == 4 && type == KT_PUT,
 	   "get ignores range tombstones");
 
 	struct iter *pi = mem_iter_new(m);
@@ -562,7 +644,7 @@ static void *race_reader(void *arg)
 			race_key(r->order[idx], k);
 			struct buf ik = BUF_INIT;
 			ikey_append(&ik, S(k), idx + 1, KT_PUT);
-			int good = mem_get(r->m, S(k), SEQ_MAX, &type, &seq, &v) &&
+			int good = mget(r->m, S(k), SEQ_MAX, &type, &seq, &v) &&
 				   seq == idx + 1 && entry_whole(buf_slice(&ik), v);
 			buf_free(&ik);
 			r->bad_get[id] += !good;
@@ -641,7 +723,7 @@ static long pool_fill_check(struct memtable *m, long n, char tag)
 
 		snprintf(k, sizeof(k), "key%08ld", i);
 		memset(v, tag + (char)(i % 7), sizeof(v));
-		good += mem_get(m, S(k), UINT64_MAX >> 8, &type, &seq, &got) == 1 &&
+		good += mget(m, S(k), UINT64_MAX >> 8, &type, &seq, &got) == 1 &&
 			type == KT_PUT && got.len == sizeof(v) && !memcmp(got.data, v, sizeof(v));
 	}
 	return good;
@@ -719,11 +801,12 @@ static void test_pool(void)
 
 int main(void)
 {
-	plan(83);
+	plan(94);
 	test_empty();
 	test_versions();
 	test_big_value();
 	test_bytes_small();
+	test_filter();
 	test_random_reference();
 	test_range_tombstones();
 	test_range_index_bytes();

@@ -11,6 +11,7 @@
  * background thread starts, and every mutation is -EROFS.
  */
 #include "db.h"
+#include "bloom.h"
 #include "filename.h"
 
 #include <stdarg.h>
@@ -1600,13 +1601,13 @@ static uint64_t mem_covering(struct memtable *m, struct slice ukey, uint64_t sna
 }
 
 /* 1: the memtable decides (found or deleted), 0: look further. */
-static int mem_lookup(struct memtable *m, struct slice ukey, uint64_t snap, int *type,
-		      struct buf *val)
+static int mem_lookup(struct memtable *m, struct slice ukey, uint64_t hash, uint64_t snap,
+		      int *type, struct buf *val)
 {
 	uint64_t seq, tomb = mem_covering(m, ukey, snap);
 	struct slice v;
 
-	if (mem_get(m, ukey, snap, type, &seq, &v) && seq > tomb) {
+	if (mem_get(m, ukey, hash, snap, type, &seq, &v) && seq > tomb) {
 		if (*type == KT_PUT)
 			buf_set(val, v.data, v.len);
 		return 1;
@@ -1631,6 +1632,7 @@ int kv_get_tree(struct kv_db *db, struct kv_tree *tree, const struct kv_snapshot
 	API_ENTRY();
 	struct kv_tree *t = db_tree(db, tree);
 	struct slice ukey = slice_make(key, klen);
+	uint64_t hash = bloom_hash(ukey);   /* once, for every memtable's and table's filter */
 	struct memtable *mem, *imm;
 	struct version *v;
 	struct buf out = BUF_INIT;
@@ -1650,9 +1652,9 @@ int kv_get_tree(struct kv_db *db, struct kv_tree *tree, const struct kv_snapshot
 	version_ref(v);
 	pthread_mutex_unlock(&db->mu);
 
-	if ((r = mem_lookup(mem, ukey, s, &type, &out)) == 0 &&
-	    (!imm || (r = mem_lookup(imm, ukey, s, &type, &out)) == 0))
-		r = version_get(v, ukey, s, &type, &seq, &out, &db->stats.bloom_useful);
+	if ((r = mem_lookup(mem, ukey, hash, s, &type, &out)) == 0 &&
+	    (!imm || (r = mem_lookup(imm, ukey, hash, s, &type, &out)) == 0))
+		r = version_get(v, ukey, hash, s, &type, &seq, &out, &db->stats.bloom_useful);
 
 	pthread_mutex_lock(&db->mu);
 	/* a version replaced while we read it may have been the last to hold some tables */

@@ -36,7 +36,12 @@ size_t mem_pool_chunks(struct mem_pool *p);   /* chunks kept for reuse now */
 size_t mem_pool_out(struct mem_pool *p);      /* chunks in memtables not yet freed */
 int mem_pool_spare(struct mem_pool *p);        /* 1 while a fresh chunk is ready ahead of need */
 
-struct memtable *mem_new(void);            /* one reference; no pool */
+/*
+ * A memtable, with one reference.  It keeps a filter of its point keys
+ * (mem_may_contain), except one of a pool whose write buffer is under
+ * 1 MiB, which the CPU's caches hold whole.
+ */
+struct memtable *mem_new(void);            /* no pool */
 struct memtable *mem_new_pooled(struct mem_pool *p);   /* p may be NULL */
 void mem_ref(struct memtable *m);
 void mem_unref(struct memtable *m);        /* frees at zero */
@@ -50,13 +55,20 @@ void mem_unref(struct memtable *m);        /* frees at zero */
 void mem_add(struct memtable *m, uint64_t seq, int type, struct slice key, struct slice value);
 
 /*
- * Find the newest entry for ukey with sequence <= snap_seq.  Returns 1 and
- * sets *type (KT_PUT or KT_DELETE), *seq, and *value (pointing into the
- * memtable, valid while the caller holds a reference) if there is one; 0 if
- * not.  Ignores range tombstones (the caller consults mem_range_iter).
+ * Find the newest entry for ukey with sequence <= snap_seq.  hash is
+ * bloom_hash(ukey) (bloom.h), which a caller that looks in several memtables
+ * and tables computes once.  Returns 1 and sets *type (KT_PUT or KT_DELETE),
+ * *seq, and *value (pointing into the memtable, valid while the caller
+ * holds a reference) if there is one; 0 if not.  Ignores range tombstones
+ * (the caller consults mem_range_iter).
  */
-int mem_get(struct memtable *m, struct slice ukey, uint64_t snap_seq, int *type, uint64_t *seq,
-	    struct slice *value);
+int mem_get(struct memtable *m, struct slice ukey, uint64_t hash, uint64_t snap_seq, int *type,
+	    uint64_t *seq, struct slice *value);
+/*
+ * 0 if no point entry of m has a user key whose bloom_hash is hash; 1 if
+ * one may have, and always 1 without a filter.  A few cache misses at most.
+ */
+int mem_may_contain(const struct memtable *m, uint64_t hash);
 
 /* Iterator over point entries (internal keys).  Holds a reference to m. */
 struct iter *mem_iter_new(struct memtable *m);

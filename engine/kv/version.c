@@ -1159,13 +1159,12 @@ static int get_in_file(struct version_set *vs, const struct file_meta *f, struct
 	return 0;
 }
 
-int version_get(struct version *v, struct slice ukey, uint64_t snap, int *type, uint64_t *seq,
-		struct buf *val, uint64_t *bloom_useful)
+int version_get(struct version *v, struct slice ukey, uint64_t hash, uint64_t snap, int *type,
+		uint64_t *seq, struct buf *val, uint64_t *bloom_useful)
 {
 	struct buf lookup = BUF_INIT;
 	char lmem[128];
 	struct slice lk;
-	uint64_t hash = bloom_hash(ukey);   /* once for every table's filter */
 	int r = 0;
 
 	for (size_t i = 0; i < v->nfiles[0]; i++) {

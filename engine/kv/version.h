@@ -269,12 +269,12 @@ uint64_t max_bytes_for_level(const struct kv_options *opt, int level);
 
 /*
  * Point lookup in the tables of v, newest first (see db.c for the rule that
- * combines point entries and range tombstones).  Returns 1 found (*type,
- * *seq, val filled), 0 absent, negative on error.  *tomb_seq gets the largest
- * covering tombstone sequence seen at or before the deciding file.
+ * combines point entries and range tombstones); hash is bloom_hash(ukey).
+ * Returns 1 found (*type, *seq, val filled; a covering range tombstone
+ * gives KT_DELETE and its sequence), 0 absent, negative on error.
  */
-int version_get(struct version *v, struct slice ukey, uint64_t snap, int *type, uint64_t *seq,
-		struct buf *val, uint64_t *bloom_useful);
+int version_get(struct version *v, struct slice ukey, uint64_t hash, uint64_t snap, int *type,
+		uint64_t *seq, struct buf *val, uint64_t *bloom_useful);
 
 /*
  * Files of level overlapping user keys [lo, hi] (NULL: unbounded), inclusive.
