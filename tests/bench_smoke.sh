@@ -6,7 +6,8 @@
 # 10 ms and the anonymous and file-backed memory, in that order and
 # consistent (p50 <= p99 <= p99.9 <= max); the values are compressible by
 # default and incompressible with --values=random, as the header's zstd
-# figures show; the JSON carries the same.  A benchmark is not judged here:
+# figures show; the JSON carries the same; the pause meter counts a freeze
+# of the process.  A benchmark is not judged here:
 # no figure is compared with a speed.
 # shellcheck source=tests/ctl_lib.sh
 . "$(dirname "$0")/ctl_lib.sh"
@@ -112,6 +113,31 @@ check $? "it reads the kept database: every key is found"
 status=$?
 status_is 1 "--keep-db without --db is refused"
 err_has "--keep-db: name the directory" "and the message says what is missing"
+
+# The pause meter: freeze the benchmark's process (SIGSTOP) for 0.2 s a few
+# times while a million reads run; the meter's thread is frozen with it and wakes
+# late, so the run must count at least one pause of 0.15 s or more.
+bench --engines smolfs --num 100000 --reads 1000000 --benchmarks fillseq,readrandom --runs 1 \
+	--value-sizes 100 --json "$T/p.json" &
+bpid=$!
+stops=0
+while kill -0 $bpid 2>/dev/null && [ $stops -lt 20 ]; do
+	sleep 0.3
+	# bench's subshell -> smolbench -> the process that runs the engine
+	procs=$(pgrep -P "$(pgrep -P $bpid | tr '\n' , | sed 's/,$//')")
+	[ -n "$procs" ] || continue
+	# shellcheck disable=SC2086
+	kill -STOP $procs 2>/dev/null && sleep 0.2 && kill -CONT $procs 2>/dev/null &&
+		stops=$((stops + 1))
+done
+wait $bpid
+status=$?
+status_is 0 "a run frozen $stops times by SIGSTOP exits 0"
+awk '/"machine_pauses_over_10ms": [1-9]/ && /"machine_pause_max_ms": ([2-9][0-9][0-9]|1[5-9][0-9]|[0-9]{4,})\./ { f = 1 }
+	END { exit !f }' "$T/p.json"
+check $? "the pause meter counts the freezes: some workload has a pause of 150 ms or more"
+grep -F 'machine paused: wakeups of a thread' "$T/out" >/dev/null
+check $? "the legend says what a machine pause is"
 
 bench --values=sometimes
 status_is 1 "--values takes compressible or random only"

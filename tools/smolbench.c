@@ -51,6 +51,8 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -224,6 +226,9 @@ struct record {
 	uint64_t anon_kb, file_kb; /* peak RssAnon, RssFile during the workload */
 	uint64_t paced;            /* writes the engine paced during the workload (smolfs) */
 	uint64_t stall_us;         /* time writers waited inside the engine (smolfs) */
+	uint64_t pauses;           /* machine pauses over PAUSE_NS during the workload */
+	uint64_t pause_max_ns;     /* the longest of them (any length) */
+	uint32_t pause_rt;         /* 1: the meter ran at real-time priority */
 	struct latency lat;
 	uint32_t note;
 };
@@ -1385,6 +1390,51 @@ static void db_open(struct child *c, int fresh)
  */
 #define MEM_SAMPLE_NS 50000000u
 
+/*
+ * The machine's own pauses.  A thread of the child's sleeps PAUSE_TICK_NS
+ * at a time, at real-time priority where it may (root), and counts the
+ * wakeups that come more than PAUSE_NS late: then nothing of the process
+ * could run either, for a reason outside the engine (a virtual machine's
+ * CPUs stopped by its host, interrupts held off).  Without real-time
+ * priority the count also takes in waits for a CPU behind the engine's own
+ * threads, and the header says so.  An operation slower than 10 ms in a
+ * workload with as many pauses is not the engine's alone.
+ */
+#define PAUSE_TICK_NS 1000000L
+#define PAUSE_NS 10000000u
+
+static struct {
+	uint64_t count, max_ns;    /* since the last reset (atomics) */
+	int realtime;              /* 1 if the thread got SCHED_FIFO */
+} pause_meter;
+
+static void *pause_main(void *arg)
+{
+	struct sched_param sp = { .sched_priority = 1 };
+	const struct timespec tick = { 0, PAUSE_TICK_NS };
+
+	(void)arg;
+	if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) == 0)
+		__atomic_store_n(&pause_meter.realtime, 1, __ATOMIC_RELAXED);
+	for (;;) {
+		uint64_t t0 = now_ns(), late;
+
+		nanosleep(&tick, NULL);
+		late = now_ns() - t0 - (uint64_t)PAUSE_TICK_NS;
+		if (late > __atomic_load_n(&pause_meter.max_ns, __ATOMIC_RELAXED))
+			__atomic_store_n(&pause_meter.max_ns, late, __ATOMIC_RELAXED);
+		if (late > PAUSE_NS)
+			__atomic_add_fetch(&pause_meter.count, 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+static void pause_reset(void)
+{
+	__atomic_store_n(&pause_meter.count, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&pause_meter.max_ns, 0, __ATOMIC_RELAXED);
+}
+
 static void mem_sample(struct child *c)
 {
 	uint64_t anon, file;
@@ -1401,6 +1451,7 @@ static void op_begin(struct child *c)
 	memset(&c->hist, 0, sizeof(c->hist));
 	c->anon_kb = c->file_kb = 0;
 	mem_sample(c);
+	pause_reset();
 	c->last_ns = c->mem_ns = now_ns();
 }
 
@@ -1662,6 +1713,9 @@ static void run_workload(struct child *c, int w)
 		break;
 	}
 	mem_sample(c);
+	r.pauses = __atomic_load_n(&pause_meter.count, __ATOMIC_RELAXED);
+	r.pause_max_ns = __atomic_load_n(&pause_meter.max_ns, __ATOMIC_RELAXED);
+	r.pause_rt = (uint32_t)__atomic_load_n(&pause_meter.realtime, __ATOMIC_RELAXED);
 	hist_summary(&c->hist, &r.lat);
 	r.anon_kb = c->anon_kb;
 	r.file_kb = c->file_kb;
@@ -1686,6 +1740,13 @@ static void child_main(const struct config *cfg, int engine, size_t value_size, 
 	c.workload = -1;
 
 	make_pool(&c);
+	{
+		pthread_t t;
+
+		if (pthread_create(&t, NULL, pause_main, NULL) != 0)
+			child_fail(&c, "cannot start the pause meter's thread");
+		pthread_detach(t);
+	}
 	c.pairs = bench_malloc(cfg->batch * sizeof(*c.pairs));
 	c.keys = bench_malloc((size_t)cfg->batch * KEY_SIZE);
 	/* fillrandom writes every key once, in the order of a shuffled permutation. */
@@ -2612,13 +2673,15 @@ struct summary {
 	double over_1ms, over_10ms;
 	double anon_kb, file_kb, settle_secs;
 	double paced, stall_us;    /* medians; 0 for engines that do not count them */
+	double pauses;             /* median of the runs' machine pauses over PAUSE_NS */
+	double pause_max_ns;       /* the longest pause of any run */
 	int settle_timeouts;       /* runs whose settle() ended at the timeout */
 };
 
 enum metric {
 	M_OPS, M_MB, M_US, M_DISK, M_RSS, M_FOUND, M_N, M_COMPACT, M_LAT_N, M_P50, M_P99, M_P999,
 	M_MAX, M_OVER_1MS, M_OVER_10MS, M_ANON, M_FILE, M_SETTLE, M_SETTLE_TIMEOUT,
-	M_PACED, M_STALL,
+	M_PACED, M_STALL, M_PAUSES, M_PAUSE_MAX, M_PAUSE_RT,
 };
 
 static double metric(const struct record *r, enum metric m)
@@ -2666,6 +2729,12 @@ static double metric(const struct record *r, enum metric m)
 		return r->paced;
 	case M_STALL:
 		return r->stall_us;
+	case M_PAUSES:
+		return r->pauses;
+	case M_PAUSE_MAX:
+		return r->pause_max_ns;
+	case M_PAUSE_RT:
+		return r->pause_rt;
 	}
 	return 0;
 }
@@ -2740,6 +2809,8 @@ static void summarize(struct results *res, int vs, int engine, int w, struct sum
 	s->settle_secs = median_of(res, vs, engine, w, M_SETTLE, &n);
 	s->paced = median_of(res, vs, engine, w, M_PACED, &n);
 	s->stall_us = median_of(res, vs, engine, w, M_STALL, &n);
+	s->pauses = median_of(res, vs, engine, w, M_PAUSES, &n);
+	s->pause_max_ns = max_of(res, vs, engine, w, M_PAUSE_MAX);
 	{
 		double v[res->nruns];
 
@@ -2947,6 +3018,10 @@ static void print_row(struct results *res, int vs, int engine, int w)
 		snprintf(notes + len, sizeof(notes) - len, "%sstalled %.1f ms, %.0f writes paced",
 			 len ? "; " : "", s.stall_us / 1e3, s.paced);
 	len = strlen(notes);
+	if (s.pauses > 0)
+		snprintf(notes + len, sizeof(notes) - len, "%smachine paused %.0f times over "
+			 "10 ms, up to %.1f ms", len ? "; " : "", s.pauses, s.pause_max_ns / 1e6);
+	len = strlen(notes);
 	if (s.settle_secs >= 1 || s.settle_timeouts)
 		snprintf(notes + len, sizeof(notes) - len, "%ssettled %.1f s%s", len ? "; " : "",
 			 s.settle_secs, s.settle_timeouts ? " (TIMED OUT)" : "");
@@ -3009,6 +3084,22 @@ static void print_ratios(const struct config *cfg, struct results *res, int vs)
 	}
 }
 
+/* 1 if the pause meter ran at real-time priority in every run of value size vs. */
+static int pause_meter_was_realtime(const struct config *cfg, struct results *res, int vs)
+{
+	for (int e = 0; e < cfg->nengines; e++) {
+		for (int i = 0; i < cfg->nworkloads; i++) {
+			double v[res->nruns];
+			int n = runs_of(res, vs, cfg->engines[e], cfg->workloads[i], M_PAUSE_RT, v);
+
+			for (int k = 0; k < n; k++)
+				if (v[k] == 0)
+					return 0;
+		}
+	}
+	return 1;
+}
+
 static void print_value_size(const struct config *cfg, struct results *res, int vs)
 {
 	size_t vsize = cfg->value_sizes[vs];
@@ -3034,8 +3125,15 @@ static void print_value_size(const struct config *cfg, struct results *res, int 
 	       " the workload; disk: the database directory's files after the workload;\n"
 	       " stalled, paced: smolfs's own count of the time writers waited in the engine\n"
 	       " and of the writes it paced to a flush, medians over the runs;\n"
-	       " settled: median wait for background work before the workload, shown from 1 s)\n",
-	       READSEQ_GROUP);
+	       " settled: median wait for background work before the workload, shown from 1 s;\n"
+	       " machine paused: wakeups of a thread of the process, sleeping 1 ms at a time,\n"
+	       " that came over 10 ms late, median count over the runs, and the latest of any\n"
+	       " run; %s)\n",
+	       READSEQ_GROUP, pause_meter_was_realtime(cfg, res, vs) ?
+	       "the thread ran at real-time priority, so these are pauses of the whole\n"
+	       " machine (its host, interrupts), not of the engine" :
+	       "the thread could not get real-time priority (not root), so waits\n"
+	       " for a CPU behind the engine's own threads count too");
 
 	printf("peak RSS of the whole run (wait4):");
 	for (int e = 0; e < cfg->nengines; e++) {
@@ -3328,6 +3426,8 @@ static void json_result(FILE *f, struct results *res, size_t vsize, int vs, int 
 			s.p999, s.max, s.over_1ms, s.over_10ms);
 	if ((is_fill(w) || w == W_OVERWRITE) && engine == E_SMOLFS)
 		fprintf(f, ", \"paced_writes\": %.0f, \"stall_micros\": %.0f", s.paced, s.stall_us);
+	fprintf(f, ", \"machine_pauses_over_10ms\": %.0f, \"machine_pause_max_ms\": %.3f",
+		s.pauses, s.pause_max_ns / 1e6);
 	n = 0;
 	if (s.compact_secs > 0 || w == W_COMPACT)
 		fprintf(f, ", \"compact_secs\": %.3f",
