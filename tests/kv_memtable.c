@@ -168,7 +168,7 @@ static void test_filter(void)
 	ok(!mem_may_contain(m, bloom_hash(S("b"))),
 	   "range tombstones alone put nothing in the filter of point keys");
 
-	/* 100000 keys spread over the filter's first four segments, and a deletion */
+	/* 100000 keys spread over the filter's first six segments, and a deletion */
 	for (int i = 0; i < 100000; i++) {
 		snprintf(k, sizeof(k), "user%08d", 2 * i);
 		mem_add(m, (uint64_t)i + 2, i == 777 ? KT_DELETE : KT_PUT, S(k), S("v"));

@@ -850,14 +850,17 @@ static void full_scan(struct ctx *c, int forward)
 	kv_iter_free(it);
 }
 
-/* Options for the n-th open: tiny buffers, and block settings that vary. */
+/*
+ * Options for the n-th open: small buffers (every third 1 MiB, the smallest
+ * whose memtables keep a key filter), and block settings that vary.
+ */
 static void model_options(struct kv_options *o, int n)
 {
 	static const size_t block_sizes[] = { 4096, 512, 1024, 16384 };
 	static const int restarts[] = { 16, 1, 4, 32 };
 
 	kv_options_init(o);
-	o->write_buffer_size = 64 * 1024;
+	o->write_buffer_size = n % 3 == 1 ? 1024 * 1024 : 64 * 1024;
 	o->target_file_size = 64 * 1024;
 	o->max_bytes_level_base = 256 * 1024;
 	o->block_cache_size = 512 * 1024;

@@ -691,7 +691,7 @@ static void skip_insert(struct skiplist *l, struct arena *a, struct slice ukey, 
  * a lookup probes them all (the small ones stay in the CPU's caches).  A
  * memtable of a few entries so pays a few hundred bytes (a small write
  * buffer stays nearly all for the entries), a full 64 MiB one of 100 B
- * values about 1.3 MiB in eight segments, and one with only range
+ * values about 1.1 MiB in nine segments, and one with only range
  * tombstones nothing.
  * Segments are carved from the arena, whose chunks a pool recycles, and
  * counted in mem_bytes like the nodes.
@@ -706,8 +706,14 @@ static void skip_insert(struct skiplist *l, struct arena *a, struct slice ukey, 
 #define MF_PROBES 6
 #define MF_BITS_PER_KEY 16            /* about 0.2% of absent keys pass a full segment */
 #define MF_SEG_MIN ((size_t)256)
-#define MF_SEG_MAX ((size_t)512 << 10)   /* at most a quarter of an arena chunk */
-#define MF_SEGS 24                    /* past them the newest segment just fills up */
+/* with its alignment slack, under a quarter of an arena chunk: carved from one */
+#define MF_SEG_MAX ((size_t)256 << 10)
+/*
+ * Past 24 segments (about 2.5 million keys, 4.9 MiB) the newest one just
+ * fills up and lets more absent keys through: a memtable holds that many
+ * keys only with a write buffer far beyond the default.
+ */
+#define MF_SEGS 24
 /*
  * Memtables of a smaller write buffer have no filter: they fit in the CPU's
  * caches, where the search costs little, and the filter's few KiB would
@@ -727,10 +733,17 @@ struct mfilter {
 	size_t keys, cap;             /* keys in the newest segment, and its share (writer only) */
 };
 
-/* The probes of hash h within a line: MF_PROBES fields of 9 bits of a remix of h. */
+/*
+ * The probes of hash h within a line: MF_PROBES fields of 9 bits, from bit
+ * 63 down, of a remix of h.  The line is picked by h's low bits, and the
+ * low k bits of a product depend only on the low k bits of its factor: so
+ * the halves of h are swapped first, or the lowest probe of a big segment
+ * would be tied to its line (measured: 0.19% of absent keys passing a full
+ * 512 KiB segment, 0.12% with the swap).
+ */
 static inline uint64_t mf_bits(uint64_t h)
 {
-	return h * 0x9e3779b97f4a7c15ull;   /* odd: its high bits depend on every bit of h */
+	return (h >> 32 | h << 32) * 0x9e3779b97f4a7c15ull;
 }
 
 static void mf_grow(struct mfilter *f, struct arena *a);
