@@ -771,12 +771,14 @@ static void mf_add(struct mfilter *f, struct arena *a, uint64_t h)
 /* 0: no point entry of the memtable has hash h; 1: one may have. */
 static int mf_may_contain(const struct mfilter *f, uint64_t h)
 {
-	int n = __atomic_load_n(&f->nseg, __ATOMIC_ACQUIRE);
 	const uint64_t *lines[MF_SEGS];
-	uint64_t g = mf_bits(h);
+	uint64_t g;
+	int n;
 
 	if (f->off)
 		return 1;
+	n = __atomic_load_n(&f->nseg, __ATOMIC_ACQUIRE);
+	g = mf_bits(h);
 	/* start every segment's miss at once */
 	for (int i = 0; i < n; i++) {
 		lines[i] = f->seg[i].words + (h & f->seg[i].mask) * MF_LINE_WORDS;
