@@ -160,6 +160,15 @@ struct fs {
 	gid_t gid;
 	struct timespec start;      /* directories' times */
 	pthread_mutex_t lock;
+	/*
+	 * Renames against writes that name a cell by its node: a rename holds
+	 * it exclusively from moving the data to giving the node its new name,
+	 * and a commit, a conversion or a restamp holds it shared from reading
+	 * the node's name to the end of its row mutation, so none writes under
+	 * a name the data has just left (ops.c).  Taken after a handle's lock,
+	 * before fs.lock; never twice by one thread (writers are preferred).
+	 */
+	pthread_rwlock_t move_lock;
 	struct fs_node **by_name;   /* (parent, name) -> node */
 	struct fs_node **by_ino;
 	struct fs_node **by_cell;   /* the names of one cell: q, q@ts, through .prefix/ */

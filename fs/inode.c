@@ -191,8 +191,15 @@ static void grow(struct fs *fs)
 
 int fs_init(struct fs *fs)
 {
+	pthread_rwlockattr_t ra;
+
 	fs->opens.prev = fs->opens.next = &fs->opens;
 	pthread_mutex_init(&fs->lock, NULL);
+	/* a stream of commits must not hold a rename off for ever */
+	pthread_rwlockattr_init(&ra);
+	pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&fs->move_lock, &ra);
+	pthread_rwlockattr_destroy(&ra);
 	pthread_mutex_init(&fs->nlock, NULL);
 	pthread_cond_init(&fs->ncond, NULL);
 	fs->nbuckets = 1024;
@@ -279,6 +286,7 @@ void fs_destroy(struct fs *fs)
 		free(e->family);
 		free(e);
 	}
+	pthread_rwlock_destroy(&fs->move_lock);
 }
 
 uint64_t fs_child_ino(struct fs *fs, uint64_t parent, const char *name, size_t len)

@@ -3134,7 +3134,7 @@ static void node_dirty(struct fs *fs, struct fs_handle *h)
  * (or the version its name gives), parsed by its type.  Nothing if it is not
  * dirty; an empty text that the type cannot hold (a number) commits nothing.
  */
-static int handle_commit(struct fs *fs, struct fs_handle *h, unsigned flags, int last)
+static int handle_commit_named(struct fs *fs, struct fs_handle *h, unsigned flags)
 {
 	struct fs_node *n = h->node;
 	struct tbl_mutation m[2];
@@ -3277,6 +3277,22 @@ static int handle_commit(struct fs *fs, struct fs_handle *h, unsigned flags, int
 	pthread_mutex_unlock(&fs->lock);
 	inval_versions(fs, n->table, n->row, n->row_len, n->family, n->qual, n->qual_len);
 	return 0;
+}
+
+/*
+ * The node's names stay those of its data throughout: a rename of the cell
+ * meanwhile comes before or after (fs.move_lock).  Without it a commit
+ * between a rename's row mutation and the node's new name wrote the text
+ * under the name the cell had just left.
+ */
+static int handle_commit(struct fs *fs, struct fs_handle *h, unsigned flags)
+{
+	int rc;
+
+	pthread_rwlock_rdlock(&fs->move_lock);
+	rc = handle_commit_named(fs, h, flags);
+	pthread_rwlock_unlock(&fs->move_lock);
+	return rc;
 }
 
 /*
@@ -3986,7 +4002,7 @@ static void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (h->node->kind == FS_CELL || h->node->kind == FS_FAMATTR)
 		inval_sync_ino = ino;
 	inval_sync_due = 0;
-	rc = handle_commit(fs, h, 0, 0);
+	rc = handle_commit(fs, h, 0);
 	inval_sync_ino = 0;
 	unborn = rc < 0 && h->node->kind == FS_CELL && h->created && !h->committed_ts;
 	committed = committed != h->committed_ts || inval_sync_due;
@@ -4030,7 +4046,7 @@ static void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 	request_pid = fuse_req_ctx(req)->pid;
 	handle_used(h);
 	pthread_mutex_lock(&h->lock);
-	rc = handle_commit(fs, h, TBL_SYNC, 1);
+	rc = handle_commit(fs, h, TBL_SYNC);
 	pthread_mutex_unlock(&h->lock);
 	if (rc == 0)
 		rc = sync_log(fs);
@@ -4069,6 +4085,7 @@ static int restamp(struct fs *fs, struct fs_node *n, uint64_t ts)
 	struct cellinfo ci;
 	int rc;
 
+	pthread_rwlock_rdlock(&fs->move_lock);   /* n keeps its data's names */
 	rc = cell_get(fs, n->table, n->row, n->row_len, n->family, n->qual, n->qual_len, 0, &ci,
 		      &text);
 	if (rc < 0 || ci.ts == ts)
@@ -4100,6 +4117,7 @@ static int restamp(struct fs *fs, struct fs_node *n, uint64_t ts)
 	if (rc == 0)
 		inval_versions(fs, n->table, n->row, n->row_len, n->family, n->qual, n->qual_len);
 out:
+	pthread_rwlock_unlock(&fs->move_lock);
 	free(text.data);
 	return rc;
 }
@@ -4207,7 +4225,7 @@ static int setattr_apply(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int 
 			h->wrote = 1;
 			h->failed = 0;
 			if (h == &tmp)
-				rc = handle_commit(fs, h, 0, 1);
+				rc = handle_commit(fs, h, 0);
 			else
 				node_dirty(fs, h);
 		}
@@ -4511,24 +4529,32 @@ static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 		rc = -ENOENT;
 	if (rc < 0)
 		return reply_err(req, rc, "rename", p);
+	/*
+	 * From the data's move to the nodes' new names, no commit names a node
+	 * moved (fs.move_lock); the kernel's caches are told after.
+	 */
 	if (s.kind == FS_FAMATTR && d.kind == FS_FAMATTR && !strcmp(s.table, d.table) &&
 	    !strcmp(s.family, d.family) && s.attr == FS_ATTR_SCRATCH) {
 		/* rsync's temporary file over a setting: the setting takes its text */
 		char *data = NULL;
 		size_t len = 0;
 
+		pthread_rwlock_wrlock(&fs->move_lock);
 		rc = scratch_get(fs, s.table, s.family, s.name, &data, &len);
 		if (rc == 0 && d.attr == FS_ATTR_SCRATCH)
 			rc = scratch_put(fs, d.table, d.family, d.name, data, len, 0);
 		else if (rc == 0)
 			rc = famattr_set(fs, d.table, d.family, d.attr, data, len);
 		free(data);
-		if (rc < 0)
+		if (rc < 0) {
+			pthread_rwlock_unlock(&fs->move_lock);
 			return reply_err(req, rc, "rename", p);
+		}
 		scratch_remove(fs, s.table, s.family, s.name);
 		if (d.attr != FS_ATTR_SCRATCH)
 			scratch_remove(fs, d.table, d.family, d.name);   /* unhidden */
 		fs_node_renamed(fs, parent, name, newparent, newname, &s, &d, 0);
+		pthread_rwlock_unlock(&fs->move_lock);
 		fs_each_node(fs, FS_CELL, d.table, d.family, NULL, 0, NULL, 0, inval_version_one,
 			     NULL);
 		return reply_failed("rename", fuse_reply_err(req, 0));
@@ -4536,27 +4562,33 @@ static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	if (s.kind == FS_TEMP && (d.kind == FS_CELL || d.kind == FS_TEMP) &&
 	    !strcmp(s.table, d.table) && s.row_len == d.row_len &&
 	    !memcmp(s.row, d.row, s.row_len)) {
+		pthread_rwlock_wrlock(&fs->move_lock);
 		rc = rename_temp(fs, &s, &d, flags);
+		if (rc == 0)
+			fs_node_renamed(fs, parent, name, newparent, newname, &s, &d, 0);
+		pthread_rwlock_unlock(&fs->move_lock);
 		if (rc < 0)
 			return reply_err(req, rc, "rename", p);
 		if (d.kind == FS_CELL) {
 			fs_empty_remove(fs, d.table, d.row, d.row_len, d.family);
 			inval_versions(fs, d.table, d.row, d.row_len, d.family, d.qual, d.qual_len);
 		}
-		fs_node_renamed(fs, parent, name, newparent, newname, &s, &d, 0);
 		return reply_failed("rename", fuse_reply_err(req, 0));
 	}
 	/* only cells move, and only within their row: elsewhere mv copies and deletes */
 	if (s.kind != FS_CELL || d.kind != FS_CELL || strcmp(s.table, d.table) ||
 	    s.row_len != d.row_len || memcmp(s.row, d.row, s.row_len))
 		return reply_err(req, -EXDEV, "rename", p);
+	pthread_rwlock_wrlock(&fs->move_lock);
 	rc = rename_cell(fs, &s, &d, flags);
+	if (rc == 0)
+		fs_node_renamed(fs, parent, name, newparent, newname, &s, &d,
+				!!(flags & RENAME_EXCHANGE));
+	pthread_rwlock_unlock(&fs->move_lock);
 	if (rc < 0)
 		return reply_err(req, rc, "rename", p);
 	fs_empty_remove(fs, d.table, d.row, d.row_len, d.family);
 	keep_dirs(fs, s.table, s.row, s.row_len, s.family);
-	fs_node_renamed(fs, parent, name, newparent, newname, &s, &d,
-			!!(flags & RENAME_EXCHANGE));
 	inval_versions(fs, s.table, s.row, s.row_len, s.family, s.qual, s.qual_len);
 	inval_versions(fs, d.table, d.row, d.row_len, d.family, d.qual, d.qual_len);
 	reply_failed("rename", fuse_reply_err(req, 0));
@@ -4729,11 +4761,14 @@ static void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
  */
 static int convert(struct fs *fs, struct fs_node *n, enum cell_type to)
 {
-	int rc = tbl_convert_version(fs->db, n->table, n->row, n->row_len, n->family, n->qual,
-				     n->qual_len, n->ts, to, fs->cfg.sync ? TBL_SYNC : 0);
+	int rc;
 
+	pthread_rwlock_rdlock(&fs->move_lock);   /* n keeps its data's names */
+	rc = tbl_convert_version(fs->db, n->table, n->row, n->row_len, n->family, n->qual,
+				 n->qual_len, n->ts, to, fs->cfg.sync ? TBL_SYNC : 0);
 	if (rc == 0)
 		inval_cell(fs, n->table, n->row, n->row_len, n->family, n->qual, n->qual_len);
+	pthread_rwlock_unlock(&fs->move_lock);
 	return rc;
 }
 

@@ -73,7 +73,8 @@
  *                                   and back ROUNDS times while the parent writes a
  *                                   counter at 0, reads its type attribute and fsyncs,
  *                                   in a loop: every step must succeed, and after the
- *                                   close PATH holds the last counter written
+ *                                   close PATH holds the last counter written and
+ *                                   OTHER does not exist
  */
 #include <dirent.h>
 #include <errno.h>
@@ -700,14 +701,17 @@ static int op_readflush(const char *path, long rounds)
  * An open cell renamed to another family and back while its descriptor is
  * used: each step names the node, whose family name and id the rename
  * changes.  A check that saw the two half-changed answered ESTALE, and an
- * fsync or close meeting it dropped the text written.
+ * fsync or close meeting it dropped the text written.  A commit between a
+ * rename's row mutation and the node's new name wrote under the name the
+ * cell had left: after the last rename, OTHER must not exist and PATH must
+ * hold the last text written.
  */
 static int op_renamerace(const char *path, const char *other, long rounds)
 {
 	char text[32], got[64];
 	volatile int *stop;
 	long k = 0;
-	int fd, d, status, rc = 0;
+	int fd, d, e, status, rc = 0;
 	ssize_t r;
 	pid_t pid;
 
@@ -766,6 +770,11 @@ static int op_renamerace(const char *path, const char *other, long rounds)
 	got[r] = '\0';
 	if (strcmp(got, text) != 0) {
 		printf("read %.*s, not the last written %s", (int)strcspn(got, "\n"), got, text);
+		return 1;
+	}
+	e = access(other, F_OK) == 0 ? 0 : errno;
+	if (e != ENOENT) {
+		printf("%s: %s after the renames, not ENOENT\n", other, e ? strerror(e) : "exists");
 		return 1;
 	}
 	return done();
