@@ -107,7 +107,7 @@ struct kv_db *tbl_kv(struct tbl_db *db);
 
 /*
  * Make every write committed so far durable against power loss: fsync of
- * the write-ahead log (the older logs were synced when they were retired),
+ * the write-ahead log (and first of the older logs still needed and unsynced),
  * also when nothing new was written since a write without TBL_SYNC.  For a
  * front-end's fsync() of something written earlier.  Cost: one fsync, with
  * the log's write lead held (writers queue behind it meanwhile).  On a

@@ -4,8 +4,8 @@
  * read under db->mu.  A test that uses only the public API has no business
  * here; it finds its helpers in testutil.h.  Header-only, like tap.h.
  *
- * Deletions of obsolete files and the retirement of logs run with db->mu
- * released, so a flush or compaction being done is not the end of its
+ * Deletions of obsolete files and the closing of retired logs run with
+ * db->mu released, so a flush or compaction being done is not the end of its
  * work: "idle" below waits for them too.
  */
 #ifndef SMOLFS_DBTEST_H
@@ -17,11 +17,14 @@
 #include <pthread.h>
 #include <unistd.h>
 
-/* No memtable flushed, no log retired, no deletion pass.  REQUIRES db->mu held. */
+/*
+ * No memtable being flushed, no retired log being or due to be closed, no
+ * deletion pass.  REQUIRES db->mu held.
+ */
 __attribute__((unused))
 static int db_settled_but_compaction(struct kv_db *db)
 {
-	int busy = db->deleting || db->nretired;
+	int busy = db->deleting || db->delete_wanted || db->log_busy || db_log_work(db);
 
 	for (size_t t = 0; t < db->ntrees; t++)
 		busy |= db->trees[t]->imm != NULL;

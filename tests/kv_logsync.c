@@ -1,15 +1,17 @@
 /*
  * kv_logsync.c -- a memtable switch never makes a writer wait for the old
- * log's fsync or for the deletion of a log, and a synced write still
- * outlives nothing older than itself.
+ * log's fsync or for the deletion of a log, unsynced writes never fsync a
+ * log at all, and a synced write still outlives nothing older than itself.
  *
  * The fault environment holds chosen calls until the test releases them
  * (env_fault_hold), which shows who waits for them without measuring time:
  *   - every fsync of a log held: unsynced puts go on across several memtable
- *     switches (the log thread waits in the old log's fsync, not the
- *     writer); a synced put does not return while an older log's fsync is
- *     held, and returns once it is released; a power cut that then drops
- *     every unsynced byte keeps the synced put and every write before it;
+ *     switches, no log is fsynced (none is held), and each retired log is
+ *     deleted, unsynced, once its memtable is flushed; with the flush of a
+ *     retired log's memtable held too (its table's fsync), a synced put has
+ *     that log fsynced and does not return while the fsync is held, and
+ *     returns once it is released; a power cut that then drops every
+ *     unsynced byte keeps the synced put and every write before it;
  *   - every unlink of a log held: once a thread waits in the unlink of an
  *     obsolete log, puts go on (the deletion runs without db->mu);
  *   - the manifest append of a flush held (its edit on its way, db->mu
@@ -31,8 +33,8 @@
  *     write past that is paced (waits a bounded time for the flush to catch
  *     up) and goes through, where without pacing the write that found the
  *     memtable full would have waited for the whole flush;
- *   - power cuts while the fsyncs of the retired logs have not happened
- *     (held), each unsynced page of every file kept, dropped or zeroed at
+ *   - power cuts while the retired logs are unsynced (their fsyncs held),
+ *     each unsynced page of every file kept, dropped or zeroed at
  *     random (seeded, as in kv_powercut): the database opens, holds every
  *     synced write, and is at a point in time (the writes present are a
  *     prefix of the writes made: never a later one without an earlier one).
@@ -169,6 +171,30 @@ static void options(struct kv_options *o, struct kv_env *fe)
 
 #define SWITCH_PUTS 800   /* about 100 puts fill a memtable */
 
+/*
+ * After a power cut that kept only synced bytes, and the close: the
+ * database opens and holds writes 0..n, n being the synced one.  Two
+ * assertions.
+ */
+static void reopen_check(struct kv_env *fe, const char *dir, const struct kv_options *o,
+			 const char *what, long n)
+{
+	struct kv_db *db;
+	int r = env_fault_drop_unsynced(fe);
+
+	env_fault_clear(fe);
+	if (r == 0)
+		r = kv_open(dir, o, &db);
+	if (!is_int(r, 0, "%s: after a power cut dropping every unsynced byte, the database "
+		    "opens", what)) {
+		skip(1, "no database");
+		return;
+	}
+	is_int((int)missing_writes(db, 0, n + 1), 0, "%s: it holds the synced put and the %ld "
+	       "writes before it", what, n);
+	kv_close(db);
+}
+
 static void test_sync_held(void)
 {
 	struct kv_env *fe = env_fault_new(env_posix());
@@ -176,9 +202,9 @@ static void test_sync_held(void)
 	struct putter p, s;
 	struct kv_options o;
 	struct kv_db *db;
-	long lost, before;
+	long before, total = 0;
 	unsigned long oldest;
-	char oldest_name[32];
+	char hold[64];
 	int r, done, logs, early;
 
 	options(&o, fe);
@@ -188,27 +214,41 @@ static void test_sync_held(void)
 		goto out;
 	put_start(&p, db, 0, SWITCH_PUTS, 0);
 	done = put_wait(&p, PATIENCE_MS);
-	logs = count_logs(dir, &oldest);
+	pthread_join(p.thread, NULL);
 	ok(done && p.r == 0, "sync held: %d unsynced puts finish while every log fsync is held "
 	   "(%s)", SWITCH_PUTS, done ? kv_strerror(p.r) : "still waiting");
-	ok(logs >= 4, "sync held: they went through several memtable switches (%d logs, the "
-	   "retired ones still open for their fsync)", logs);
-	ok(held_wait(fe, 1, PATIENCE_MS), "sync held: the fsync of a retired log is waiting "
-	   "in the background meanwhile");
+	for (long t = 0; t < PATIENCE_MS && (logs = count_logs(dir, &oldest)) > 1; t += 5)
+		usleep(5000);
+	env_fault_held(fe, &total);
+	ok(total == 0 && logs == 1, "sync held: through their memtable switches no log was "
+	   "fsynced, and each retired log went unsynced once its memtable was flushed (%ld "
+	   "fsyncs held, %d logs left)", total, logs);
 
 	/*
-	 * A synced put must wait for the older logs, so it cannot return while
-	 * the oldest one's fsync is held.  Only that one stays held (the log
-	 * thread syncs them in order, so the others wait behind it): the synced
-	 * put's own log is free to sync.
+	 * A synced put must have the older logs synced, so it cannot return
+	 * while the fsync of a retired log is held.  The flush of its memtable
+	 * is held in the fsync of its table, so the retired log stays needed;
+	 * the synced put's own log is free to sync.
 	 */
-	snprintf(oldest_name, sizeof(oldest_name), "/%06lu.log", oldest);
-	env_fault_hold(fe, ENV_OP_SYNC, oldest_name);
-	before = __atomic_load_n(&p.acked, __ATOMIC_ACQUIRE);
-	put_start(&s, db, SWITCH_PUTS, 1, KV_SYNC);
+	r = kv_flush(db);   /* an empty memtable: the puts below switch it once */
+	for (long t = 0; t < PATIENCE_MS && (logs = count_logs(dir, &oldest)) > 1; t += 5)
+		usleep(5000);
+	env_fault_hold(fe, ENV_OP_SYNC, ".log|.sst");
+	put_start(&p, db, SWITCH_PUTS, SWITCH_PUTS / 6, 0);
+	done = put_wait(&p, PATIENCE_MS);
+	pthread_join(p.thread, NULL);
+	logs = count_logs(dir, &oldest);
+	ok(r == 0 && done && p.r == 0 && logs == 2 && held_wait(fe, 1, PATIENCE_MS),
+	   "sync held: %d more puts switch memtables once, and the flush waits in its table's "
+	   "fsync (%s, %d logs)", SWITCH_PUTS / 6, done ? kv_strerror(p.r) : "still waiting",
+	   logs);
+	snprintf(hold, sizeof(hold), ".sst|/%06lu.log", oldest);
+	env_fault_hold(fe, ENV_OP_SYNC, hold);
+	before = SWITCH_PUTS + SWITCH_PUTS / 6;
+	put_start(&s, db, before, 1, KV_SYNC);
 	early = put_wait(&s, 300);
-	ok(!early, "sync held: a synced put does not return while the oldest log's fsync is "
-	   "held (%s)", oldest_name + 1);
+	ok(!early && held_wait(fe, 2, PATIENCE_MS), "sync held: a synced put has the retired "
+	   "log fsynced (%s), and does not return while that is held", hold + 5);
 	if (!early) {
 		env_fault_release(fe);
 		done = put_wait(&s, PATIENCE_MS);
@@ -217,7 +257,6 @@ static void test_sync_held(void)
 	}
 	ok(done && s.r == 0, "sync held: it returns once the fsync is released (%s)",
 	   done ? kv_strerror(s.r) : "still waiting");
-	put_wait(&p, PATIENCE_MS);
 
 	/*
 	 * The power goes now (before the release, if the synced put did not
@@ -226,19 +265,191 @@ static void test_sync_held(void)
 	env_fault_cut_model(fe, ENV_CUT_DROP, 0);
 	env_fault_power_cut_after(fe, 0);
 	env_fault_release(fe);
-	pthread_join(p.thread, NULL);
 	pthread_join(s.thread, NULL);
+	kv_close(db);
+	reopen_check(fe, dir, &o, "sync held", before);
+out:
+	env_done(fe, dir);
+}
+
+/*
+ * The fsync a synced put asks of a retired log fails: the log becomes a
+ * failed log, and the put is acknowledged only once that log's writes are
+ * in tables (its flush is held meanwhile, so the put must still be
+ * waiting); a power cut then that drops every unsynced byte loses none.
+ */
+static void test_retired_sync_fails(void)
+{
+	struct kv_env *fe = env_fault_new(env_posix());
+	char *dir = xasprintf("%s/retfail", tmpdir);
+	struct putter p, s;
+	struct kv_options o;
+	struct kv_db *db;
+	unsigned long oldest;
+	char name[32];
+	long n = SWITCH_PUTS / 6;
+	int r, done, early;
+
+	options(&o, fe);
+	r = kv_open(dir, &o, &db);
+	if (!is_int(r, 0, "retired sync fails: open"))
+		goto out;
+	count_logs(dir, &oldest);
+	snprintf(name, sizeof(name), "/%06lu.log", oldest);
+	env_fault_hold(fe, ENV_OP_SYNC, ".sst");
+	env_fault_inject(fe, ENV_OP_SYNC, 0, 1, -EIO, name);
+	put_start(&p, db, 0, n, 0);
+	done = put_wait(&p, PATIENCE_MS);
+	pthread_join(p.thread, NULL);
+	ok(done && p.r == 0 && count_logs(dir, &oldest) == 2 && held_wait(fe, 1, PATIENCE_MS),
+	   "retired sync fails: %ld unsynced puts retire log %s, whose flush waits in its "
+	   "table's fsync", n, name + 1);
+	put_start(&s, db, n, 1, KV_SYNC);
+	early = put_wait(&s, 300);
+	for (long t = 0; t < PATIENCE_MS && !early && env_fault_injected(fe) < 1; t += 5)
+		usleep(5000);
+	ok(!early && env_fault_injected(fe) == 1 && !__atomic_load_n(&s.done, __ATOMIC_ACQUIRE), "retired sync fails: a synced put meets the "
+	   "failed fsync of %s, and waits for the flush of its writes (%ld failed)", name + 1,
+	   env_fault_injected(fe));
+	env_fault_release(fe);
+	done = put_wait(&s, PATIENCE_MS);
+	pthread_join(s.thread, NULL);
+	ok(done && s.r == 0, "retired sync fails: the synced put returns once the flush is "
+	   "released (%s)", done ? kv_strerror(s.r) : "still waiting");
+	env_fault_cut_model(fe, ENV_CUT_DROP, 0);
+	env_fault_power_cut_after(fe, 0);
+	kv_close(db);
+	reopen_check(fe, dir, &o, "retired sync fails", n);
+out:
+	env_done(fe, dir);
+}
+
+/* Write number i (test_write_make) into tree t, or check it there. */
+static int tree_put(struct kv_db *db, struct kv_tree *t, long i, unsigned flags)
+{
+	struct kv_batch *b = kv_batch_new();
+	struct test_write w;
+	int r;
+
+	test_write_make(i, &w);
+	kv_batch_put_tree(b, t, w.key, w.klen, w.value, w.vlen);
+	r = kv_write(db, b, flags);
+	kv_batch_free(b);
+	return r;
+}
+
+static int tree_check(struct kv_db *db, struct kv_tree *t, long i)
+{
+	struct test_write w;
+	char *got = NULL;
+	size_t gl;
+	int r;
+
+	test_write_make(i, &w);
+	r = kv_get_tree(db, t, NULL, w.key, w.klen, &got, &gl);
+	if (r == 0 && (gl != w.vlen || memcmp(got, w.value, gl)))
+		r = 1;
+	free(got);
+	return r;
+}
+
+/*
+ * Two trees, and a power cut that keeps only synced bytes and undoes every
+ * name change not synced:
+ *   - idle: the default tree is never written, so the manifest names an old
+ *     log for it.  A retired log closed unsynced must be one recovery never
+ *     reads: with the deletion of the flushed memtable's log held (undone by
+ *     the cut), a synced put to tree d survives, and so do the synced puts
+ *     before it;
+ *   - two written: x gets one unsynced put, then d fills and flushes
+ *     memtables (x keeps its memtable, and needs the old log).  Once d's
+ *     flush is recorded, its later writes survive any power cut in its
+ *     tables, so x's earlier write must too (the log holding it is synced
+ *     before the flush is recorded): never a later write without an earlier
+ *     one, across trees.
+ */
+static void test_two_trees(void)
+{
+	struct kv_env *fe = env_fault_new(env_posix());
+	char *dir = xasprintf("%s/trees", tmpdir);
+	struct kv_tree *d = NULL, *x = NULL;
+	struct kv_options o;
+	struct kv_db *db;
+	struct kv_stats st;
+	long miss = 0, n = SWITCH_PUTS / 4;
+	int r;
+
+	options(&o, fe);
+	r = kv_open(dir, &o, &db);
+	if (r == 0)
+		r = kv_tree_open(db, "d", NULL, &d);
+	if (!is_int(r, 0, "idle tree: open, tree d"))
+		goto out;
+	for (long i = 0; i < 10 && r == 0; i++)
+		r = tree_put(db, d, i, KV_SYNC);
+	env_fault_hold(fe, ENV_OP_UNLINK, ".log");
+	for (long i = 10; i < n && r == 0; i++)
+		r = tree_put(db, d, i, 0);
+	ok(r == 0 && held_wait(fe, 1, PATIENCE_MS), "idle tree: %ld puts to d, and the deletion of "
+	   "a flushed memtable's log is held (%s)", n, kv_strerror(r));
+	r = tree_put(db, d, n, KV_SYNC);
+	is_int(r, 0, "idle tree: a synced put to d meanwhile");
+	env_fault_cut_model(fe, ENV_CUT_DROP, 0);
+	env_fault_power_cut_after(fe, 0);
+	env_fault_release(fe);
 	kv_close(db);
 	r = env_fault_drop_unsynced(fe);
 	env_fault_clear(fe);
 	if (r == 0)
 		r = kv_open(dir, &o, &db);
-	if (!is_int(r, 0, "sync held: after a power cut dropping every unsynced byte, the "
-		    "database opens"))
+	if (r == 0)
+		r = kv_tree_open(db, "d", NULL, &d);
+	if (!is_int(r, 0, "idle tree: after a power cut that undid the deletion, it opens")) {
+		skip(1, "no database");
 		goto out;
-	lost = missing_writes(db, 0, before) + missing_writes(db, SWITCH_PUTS, SWITCH_PUTS + 1);
-	is_int((int)lost, 0, "sync held: it holds the synced put and the %ld writes acknowledged "
-	       "before it", before);
+	}
+	for (long i = 0; i < 10; i++)
+		miss += tree_check(db, d, i) != 0;
+	miss += tree_check(db, d, n) != 0;
+	is_int(miss, 0, "idle tree: every synced put is there");
+
+	/* the second part, on the same database: x and d written */
+	r = kv_tree_open(db, "x", NULL, &x);
+	if (r == 0)
+		r = kv_flush(db);
+	if (r == 0)
+		r = tree_put(db, x, 100000, 0);
+	kv_get_stats(db, &st);
+	for (long i = 0; i < SWITCH_PUTS && r == 0; i++)
+		r = tree_put(db, d, 200000 + i, 0);
+	if (r == 0)
+		r = wait_idle(db) ? 0 : -1;
+	{
+		struct kv_stats st2;
+		kv_get_stats(db, &st2);
+		ok(r == 0 && st2.flushes - st.flushes >= 2 && tree_check(db, x, 100000) == 0,
+		   "two written: an unsynced put to x, then %d to d, which flushes %llu times "
+		   "meanwhile", SWITCH_PUTS, (unsigned long long)(st2.flushes - st.flushes));
+	}
+	env_fault_cut_model(fe, ENV_CUT_DROP, 0);
+	env_fault_power_cut_after(fe, 0);
+	kv_close(db);
+	r = env_fault_drop_unsynced(fe);
+	env_fault_clear(fe);
+	if (r == 0)
+		r = kv_open(dir, &o, &db);
+	if (r == 0)
+		r = kv_tree_open(db, "d", NULL, &d);
+	if (r == 0)
+		r = kv_tree_open(db, "x", NULL, &x);
+	if (!is_int(r, 0, "two written: after a power cut that kept only synced bytes, it opens")) {
+		skip(1, "no database");
+		goto out;
+	}
+	ok(tree_check(db, d, 200000) != 0 || tree_check(db, x, 100000) == 0,
+	   "two written: d's writes kept in its tables (the first: %s), so x's earlier write "
+	   "is too (%s)", tree_check(db, d, 200000) ? "gone" : "there",
+	   tree_check(db, x, 100000) ? "gone" : "there");
 	kv_close(db);
 out:
 	env_done(fe, dir);
@@ -770,9 +981,11 @@ out:
 
 int main(void)
 {
-	plan(42);
+	plan(56);
 	make_tmpdir("kv_logsync");
 	test_sync_held();
+	test_retired_sync_fails();
+	test_two_trees();
 	test_unlink_held();
 	test_manifest_held();
 	test_drop_compaction();

@@ -588,12 +588,12 @@ static void test_rule(void)
 	free(dir);
 
 	/*
-	 * A zeroed page in a log that is not the last.  Memtable switches sync
-	 * the old log in the background, so any log may end in what a power
-	 * cut leaves of an unsynced tail: recovery stops there and drops the
-	 * newer log, which could then hold unsynced writes only (a synced
-	 * write waits until every older log is synced); keeping it would leave
-	 * a hole.  A flipped byte with intact records after it is still
+	 * A zeroed page in a log that is not the last.  A retired log is
+	 * synced only when a synced write needs it, so any log may end in what
+	 * a power cut leaves of an unsynced tail: recovery stops there and
+	 * drops the newer log, which could then hold unsynced writes only (a
+	 * synced write waits until every older log is synced); keeping it
+	 * would leave a hole.  A flipped byte with intact records after it is still
 	 * corruption there, as in the last log.
 	 */
 	dir = xasprintf("%s/rule-older", tmpdir);

@@ -6,9 +6,10 @@
  *   - every fsync of a workload (logs, tables, MANIFEST, CURRENT and the
  *     directory; opens, synced writes, flushes, compactions, closes) is failed
  *     in turn: the call that met it returns the error (or a background retry
- *     succeeds, or it was the log thread's sync of a retired log, which no
- *     call waits for and which makes the log a failed log), and after a
- *     power cut right then the database opens with every acknowledged write;
+ *     succeeds, or it was the log thread's sync of a retired log for a
+ *     synced write, which makes the log a failed log whose writes that
+ *     write first flushes to tables), and after a power cut right then the
+ *     database opens with every acknowledged write;
  *   - a manifest switch (the next edit after a failed MANIFEST write starts a
  *     new manifest): a failed fsync of the new MANIFEST, of CURRENT's
  *     temporary file or of the directory after CURRENT is renamed fails the
@@ -46,10 +47,9 @@
 /* Background retries of a failed flush or compaction, counted from the engine's log. */
 static long retries;
 /*
- * Failed fsyncs of a log retired by a memtable switch (or of the directory
- * after it), which the log thread makes in the background: no caller asked
- * for them, so none is told; the log becomes a failed log instead, whose
- * writes the next synced write or the close makes durable in tables.
+ * Failed fsyncs of a log retired by a memtable switch, which the log thread
+ * makes for a synced write: the log becomes a failed log, whose writes that
+ * write makes durable in tables before it goes on, so it is not failed.
  */
 static long retired_failures;
 
@@ -58,7 +58,7 @@ static void quiet(void *arg, enum kv_log_level level, const char *msg)
 	(void)arg; (void)level;
 	if (strstr(msg, "retrying after: "))
 		__atomic_add_fetch(&retries, 1, __ATOMIC_RELAXED);
-	if (strstr(msg, "syncing retired log ") || strstr(msg, "after retiring log "))
+	if (strstr(msg, "syncing retired log "))
 		__atomic_add_fetch(&retired_failures, 1, __ATOMIC_RELAXED);
 	if (getenv("SYNCERR_LOG"))
 		diag("log: %s", msg);
@@ -181,8 +181,8 @@ static int step(struct run *w, int s)
  * is what the call that met it returned, *retried whether the engine retried
  * a failed flush or compaction in the background during that call (which
  * then may succeed and the call with it), *background whether the fault
- * met the log thread's sync of a retired log (or of the directory after
- * it), which no caller waits for, and *lost what a power cut right after it
+ * met the log thread's sync of a retired log, which the call got past by
+ * flushing that log's writes to tables, and *lost what a power cut right after it
  * lost (-1: the database did not open).
  */
 static int one_fault_point(long n, int *step_r, int *retried, int *background, int *lost,
@@ -221,14 +221,7 @@ static int one_fault_point(long n, int *step_r, int *retried, int *background, i
 			break;
 		}
 	}
-	if (met > 0 && *step_r == 0 && !*retried) {
-		/* the log thread logs its failure once it has made the log a failed log */
-		for (int i = 0; i < 2000; i++) {
-			if (__atomic_load_n(&retired_failures, __ATOMIC_RELAXED) > retired0)
-				break;
-			usleep(5000);
-		}
-	}
+	/* the log thread logs a failure before the synced write that waits for it goes on */
 	*background = __atomic_load_n(&retired_failures, __ATOMIC_RELAXED) > retired0;
 	if (met) {
 		*acked_n = 0;

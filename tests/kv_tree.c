@@ -237,6 +237,32 @@ static int log_numbers(const char *dir, uint64_t *nums, int max)
 	return c;
 }
 
+/* How many descriptors this process holds open on logs in dir. */
+static int open_logs(const char *dir)
+{
+	char **names, link[64], target[4096], real[4096];
+	size_t n, dl;
+	int c = 0;
+
+	if (!realpath(dir, real) || env_list_dir(env_posix(), "/proc/self/fd", &names, &n) < 0)
+		return -1;
+	dir = real;
+	dl = strlen(dir);
+	for (size_t i = 0; i < n; i++) {
+		ssize_t len;
+
+		snprintf(link, sizeof(link), "/proc/self/fd/%s", names[i]);
+		len = readlink(link, target, sizeof(target) - 1);
+		if (len <= 0)
+			continue;
+		target[len] = '\0';
+		c += (size_t)len > dl + 5 && !strncmp(target, dir, dl) && target[dl] == '/' &&
+		     !strcmp(target + len - 4, ".log");
+	}
+	env_free_list(names, n);
+	return c;
+}
+
 static int file_exists(const char *dir, uint64_t number, const char *suffix)
 {
 	char *p = xasprintf("%s/%06llu%s", dir, (unsigned long long)number, suffix);
@@ -1013,6 +1039,11 @@ static void test_logs(void)
 	   (unsigned long long)small_log);
 	nl = log_numbers(dir, logs, 4096);
 	ok(nl > 3, "the logs after it are kept too (%d logs)", nl);
+	wait_idle(db);
+	r = open_logs(dir);
+	ok(nl > DB_RETIRED_OPEN_MAX + 1 && r >= 1 && r <= DB_RETIRED_OPEN_MAX + 1,
+	   "but at most %d of them are held open, unsynced (%d of %d)", DB_RETIRED_OPEN_MAX + 1,
+	   r, nl);
 	/*
 	 * Logs older than small's that were still there when it wrote (the one of
 	 * a memtable being flushed) may be kept too: small's log number dates from
@@ -2109,7 +2140,7 @@ int main(void)
 
 	plan_lazy();
 	/* every assertion outside the randomized trials; each trial plans its own */
-	expect(329);
+	expect(330);
 	make_tmpdir("kv_tree");
 	diag("directory %s, scale %.3g", tmpdir, test_scale());
 #define TIMED(call) do { t1 = now_micros(); call; \

@@ -68,6 +68,25 @@ struct keep_set {
 	uint64_t min_log, wal_number, manifest_number, next_file;
 };
 
+uint64_t db_min_log(struct kv_db *db)
+{
+	uint64_t min = db->wal_number;
+
+	/*
+	 * A log is needed while some tree has writes in it that are not in a
+	 * table: from that tree's log number on, unless its memtables are empty
+	 * (then it has nothing in any log before the active one).
+	 */
+	for (size_t i = 0; i < db->ntrees; i++) {
+		struct kv_tree *t = db->trees[i];
+		if (t->dropped || (!t->imm && mem_entries(t->mem) + mem_range_dels(t->mem) == 0))
+			continue;
+		if (t->vt->log_number < min)
+			min = t->vt->log_number;
+	}
+	return min;
+}
+
 /* REQUIRES mu held. */
 static void keep_set_take(struct kv_db *db, struct keep_set *k)
 {
@@ -78,23 +97,11 @@ static void keep_set_take(struct kv_db *db, struct keep_set *k)
 	k->live = xrealloc(k->live, (n ? n : 1) * sizeof(*k->live));
 	for (size_t j = 0; j < db->npending; j++)
 		k->live[k->nlive++] = db->pending_outputs[j];
-	/* a retired log goes once the log thread has closed it: the next pass */
+	/* a retired log goes once the log thread has closed it (it asks for a pass) */
 	for (size_t j = 0; j < db->nretired; j++)
 		k->live[k->nlive++] = db->retired[j].number;
-	/*
-	 * A log is needed while some tree has writes in it that are not in a
-	 * table: from that tree's log number on, unless its memtables are empty
-	 * (then it has nothing in any log before the active one).
-	 */
 	k->wal_number = db->wal_number;
-	k->min_log = db->wal_number;
-	for (size_t i = 0; i < db->ntrees; i++) {
-		struct kv_tree *t = db->trees[i];
-		if (t->dropped || (!t->imm && mem_entries(t->mem) + mem_range_dels(t->mem) == 0))
-			continue;
-		if (t->vt->log_number < k->min_log)
-			k->min_log = t->vt->log_number;
-	}
+	k->min_log = db_min_log(db);
 	k->manifest_number = db->vs->manifest_number;
 	k->next_file = db->vs->next_file;
 }
@@ -146,6 +153,9 @@ static void delete_pass(struct kv_db *db)
 
 void db_delete_obsolete_files(struct kv_db *db)
 {
+	/* what made files obsolete may have done so to retired logs too */
+	if (db->nretired)
+		pthread_cond_signal(&db->log_cv);
 	if (db->opt.read_only || db->bg_error)
 		return;   /* a read-only open deletes nothing */
 	if (db->deleting) {
@@ -280,6 +290,12 @@ void *db_flush_main(void *arg)
 			db_bg_wait(db);   /* until a transient error's retry */
 			continue;
 		}
+		if (db->delete_wanted) {
+			/* for the log thread, which must not wait in an unlink (db_log_main) */
+			db->delete_wanted = 0;
+			db_delete_obsolete_files(db);
+			continue;
+		}
 		t = flush_candidate(db);
 		if (!t) {
 			pthread_cond_wait(&db->work_cv, &db->mu);
@@ -289,6 +305,8 @@ void *db_flush_main(void *arg)
 		edit.tree = t->id;
 		r = db_write_level0(db, t, t->imm, &edit, &free_before);
 		number = edit.nadds ? edit.adds[0].f->number : 0;
+		if (r == 0)
+			db_sync_logs_before(db, t, t->imm_log_boundary);
 		if (r == 0) {
 			/* this tree's writes in logs before the switch are now in a table */
 			edit.has_log_number = 1;

@@ -370,8 +370,8 @@ struct log_replay {
  * Any log may end in bytes never synced, which a power cut leaves as the
  * page cache's writeback did or did not write them (whole pages of zeros or
  * of stale data between records that reached the disk): the last log, a
- * failed log, and since memtable switches sync the old log in the
- * background (switch_log), every other log too.  So every log is read with
+ * failed log, and since a retired log is synced only when a synced write
+ * needs it (switch_log), every other log too.  So every log is read with
  * the stop-at-damage rule (wal.h): the first record damaged as a power cut
  * damages ends the log there, what follows is dropped and logged, and
  * lr->lost is set.  Damage with an intact record right after it (a flipped
@@ -822,12 +822,20 @@ int kv_close(struct kv_db *db)
 	if (db->threads_started) {
 		pthread_join(db->flush_thread, NULL);
 		pthread_join(db->compact_thread, NULL);
+		/* a last flush may have needed it (db_sync_logs_before) */
+		pthread_mutex_lock(&db->mu);
+		db->log_stop = 1;
+		pthread_cond_broadcast(&db->log_cv);
+		pthread_mutex_unlock(&db->mu);
 		pthread_join(db->log_thread, NULL);
 	}
-	for (size_t i = 0; i < db->nretired; i++)   /* none if the log thread ran */
-		wal_writer_free(db->retired[i].w);
-	free(db->retired);
 	r = db->bg_error && !full_disk_cleared(db) ? db->bg_error : rf;
+	for (size_t i = 0; i < db->nretired; i++) {   /* unsynced, as the current log is */
+		int rc = wal_writer_free(db->retired[i].w);
+		if (r == 0)
+			r = rc;
+	}
+	free(db->retired);
 	if (db->wal) {
 		int rw = wal_writer_free(db->wal);
 		if (r == 0)
@@ -884,21 +892,25 @@ static int record_failed_log(struct kv_db *db)
 
 /*
  * Start a new log and make it the one written.  The old one is handed to
- * the log thread (db_log_main), which syncs and closes it and then syncs
- * the directory, so the writer that fills a memtable waits for none of it:
- * a log of a 64 MiB memtable takes tens of milliseconds to sync, which the
- * caller of an unsynced write did not ask for.  What keeps the history
- * whole is the rule of sync_prepare: a synced write first waits until every
- * retired log is synced, so it never survives a power cut that an older
- * write did not; and recovery stops at the first log that lost bytes to a
- * power cut, dropping the later ones, which can then only hold unsynced
- * writes (recover).  A broken log (a failed append or fsync) is never synced
- * again: its records stay for replay, the manifest records it as failed
- * (record_failed_log) before the new log exists, and a record cut short at
- * its end reads as a torn tail.  The new log is opened with mu released
- * (the caller leads the writers, so nobody else switches or appends).  On
- * failure nothing changes and the next write tries again.  REQUIRES mu held;
- * the caller leads the writers.
+ * the log thread (db_log_main), open and unsynced: once the flush of its
+ * memtable has put its writes in tables, the thread closes it and it is
+ * deleted, and its pages are dropped without ever being written (a log of
+ * a 64 MiB memtable took tens of milliseconds to sync, and on this machine
+ * the host stopped the whole VM for 10-30 ms of it).  The caller of an
+ * unsynced write did not ask for a sync, so nothing waits for one.  What
+ * keeps the history whole is the rule of sync_prepare: a synced write first
+ * has every retired log synced (or waits for it to go), and the new log's
+ * name made durable, so it never survives a power cut that an older write
+ * did not; and recovery stops at the first log that lost bytes to a power
+ * cut, or whose name was lost (a gap in the sequence numbers), dropping the
+ * later ones, which can then only hold unsynced writes (recover).  A broken
+ * log (a failed append or fsync) is never synced again: its records stay
+ * for replay, the manifest records it as failed (record_failed_log) before
+ * the new log exists, and a record cut short at its end reads as a torn
+ * tail.  The new log is opened with mu released (the caller leads the
+ * writers, so nobody else switches or appends).  On failure nothing changes
+ * and the next write tries again.  REQUIRES mu held; the caller leads the
+ * writers.
  */
 static int switch_log(struct kv_db *db)
 {
@@ -929,49 +941,107 @@ static int switch_log(struct kv_db *db)
 	rl->number = db->wal_number;
 	rl->w = db->wal;
 	rl->broken = db->wal_broken;
+	rl->released = 0;
 	if (db->wal_broken)
 		db_log(db, KV_LOG_INFO, "writes go on in log %06llu after log %06llu failed",
 		       (unsigned long long)number, (unsigned long long)db->wal_number);
 	db->wal = wal_writer_new(f);
 	db->wal_number = number;
 	db->wal_broken = 0;
-	pthread_cond_signal(&db->log_cv);
+	db->log_dir_gen++;   /* its name is not durable yet */
+	pthread_cond_signal(&db->log_cv);   /* the old one may need nothing already */
 	return 0;
 }
 
 /*
- * Sync and close one retired log, then sync the directory (the names of the
- * logs started since the last directory sync).  Called without mu.  Returns
- * the sync's error; *dir_err gets the directory sync's.
+ * Sync and close one retired log, for a synced write (sync_prepare).  Called
+ * without mu.  Returns the sync's error.
  */
-static int retire_log(struct kv_db *db, const struct retired_log *rl, int *dir_err)
+static int retire_log(struct kv_db *db, const struct retired_log *rl)
 {
 	int r = rl->broken ? 0 : wal_sync(rl->w), rc;
 
 	if (r < 0)
 		db_log(db, KV_LOG_WARN, "syncing retired log %06llu failed: %s; its writes are "
-		       "flushed to tables before the next synced write",
+		       "flushed to tables before the synced write goes on",
 		       (unsigned long long)rl->number, kv_strerror(r));
 	/* synced: a failed close can only leave its reserved tail of zeros,
 	 * which replay takes for the end of the log */
 	if ((rc = wal_writer_free(rl->w)) < 0 && r == 0 && !rl->broken)
 		db_log(db, KV_LOG_WARN, "closing log %06llu: %s", (unsigned long long)rl->number,
 		       kv_strerror(rc));
-	if ((*dir_err = env_sync_dir(db->env, db->dir)) < 0)
-		db_log(db, KV_LOG_WARN, "syncing the directory after retiring log %06llu "
-		       "failed: %s; the next synced write syncs it first",
-		       (unsigned long long)rl->number, kv_strerror(*dir_err));
 	return r;
 }
 
 /*
- * The log thread: syncs and closes the logs that memtable switches retire,
- * oldest first, and leaves only when none is left at shutdown.  A failed
- * sync makes the log a failed log, as a failed append does (db->failed_log,
- * log_lost): its unsynced writes may never reach the disk, so the next
- * synced write first flushes them to tables (flush_failed_log), and the
- * close does too.
+ * The log thread, for the logs that memtable switches retire, oldest first.
+ * One whose writes are all in tables (older than any log a tree needs) is
+ * closed unsynced and deleted: the kernel drops its dirty pages with it.
+ * While a synced write waits (log_sync_wanted), or while more than
+ * DB_RETIRED_OPEN_MAX are open (a tree that is rarely written keeps every
+ * log since its oldest write: they are synced and closed as they were
+ * before, not held open without bound), the oldest is synced and closed
+ * instead.  A failed sync makes the log a failed log, as a failed
+ * append does (db->failed_log, log_lost): its unsynced writes may never
+ * reach the disk, so the synced write first flushes them to tables
+ * (flush_failed_log), and the close does too.  At shutdown the thread
+ * leaves the logs still open to kv_close, which closes them unsynced: their
+ * writes are in the page cache, as the current log's are.
  */
+static int release_idle_trees(struct kv_db *db, uint64_t upto);
+
+/* What the log thread does next with retired[0].  REQUIRES mu held. */
+enum log_step { LOG_WAIT, LOG_CLOSE, LOG_RELEASE, LOG_SYNC };
+
+static enum log_step log_next(struct kv_db *db)
+{
+	const struct retired_log *rl = db->retired;
+
+	if (!db->nretired)
+		return LOG_WAIT;
+	/* recovery reads the logs from the manifest's oldest on: never this one */
+	if (rl->number < vs_min_log_number(db->vs))
+		return LOG_CLOSE;
+	/* only trees with nothing in memory keep it there: move them on first */
+	if (!rl->released && rl->number < db_min_log(db))
+		return LOG_RELEASE;
+	if (db->log_sync_wanted || db->nretired > DB_RETIRED_OPEN_MAX)
+		return LOG_SYNC;
+	return LOG_WAIT;
+}
+
+int db_log_work(struct kv_db *db)
+{
+	return log_next(db) != LOG_WAIT;
+}
+
+/*
+ * A power cut after the flush's manifest edit keeps t's writes up to the
+ * boundary whatever became of the logs; another tree's earlier writes in an
+ * unsynced log could be lost then, and a row mutation across locality
+ * groups come back half applied.  So those logs are synced first, by the log
+ * thread, as for a synced write; with one tree written (or the others idle)
+ * there is nothing to wait for.  A failed sync makes its log a failed log
+ * (db_log_main), as the old background sync did.
+ */
+void db_sync_logs_before(struct kv_db *db, struct kv_tree *t, uint64_t boundary)
+{
+	int needed = 0;
+
+	for (size_t i = 0; i < db->ntrees && !needed; i++) {
+		struct kv_tree *u = db->trees[i];
+		needed = u != t && !u->dropped && u->vt->log_number < boundary &&
+			 (u->imm || mem_entries(u->mem) + mem_range_dels(u->mem) > 0);
+	}
+	if (!needed || !db->nretired || db->retired[0].number >= boundary)
+		return;
+	db->log_sync_wanted++;
+	pthread_cond_signal(&db->log_cv);
+	while (db->nretired && db->retired[0].number < boundary)
+		pthread_cond_wait(&db->bg_cv, &db->mu);
+	db->log_sync_wanted--;
+}
+
 void *db_log_main(void *arg)
 {
 	struct kv_db *db = arg;
@@ -979,30 +1049,51 @@ void *db_log_main(void *arg)
 	pthread_setname_np(pthread_self(), DB_THREAD_LOG);   /* a name only: a failure is harmless */
 	pthread_mutex_lock(&db->mu);
 	for (;;) {
+		enum log_step step = log_next(db);
 		struct retired_log rl;
-		int r, rd;
+		int r = 0;
 
-		if (!db->nretired) {
-			if (db->shutting_down)
+		if (step == LOG_WAIT) {
+			if (db->log_stop)
 				break;
 			pthread_cond_wait(&db->log_cv, &db->mu);
 			continue;
 		}
 		rl = db->retired[0];   /* stays listed (and waited for) until done */
+		db->log_busy = 1;
+		if (step == LOG_RELEASE) {
+			db->retired[0].released = 1;   /* once: a failure leaves it to LOG_SYNC */
+			r = release_idle_trees(db, rl.number + 1);
+			db->log_busy = 0;
+			if (r < 0)
+				db_log(db, KV_LOG_WARN, "moving idle trees past log %06llu failed: "
+				       "%s; it is synced before it is closed",
+				       (unsigned long long)rl.number, kv_strerror(r));
+			pthread_cond_broadcast(&db->bg_cv);
+			continue;
+		}
 		pthread_mutex_unlock(&db->mu);
-		r = retire_log(db, &rl, &rd);
+		if (step == LOG_CLOSE)
+			wal_writer_free(rl.w);   /* a failed close loses nothing needed */
+		else
+			r = retire_log(db, &rl);
 		pthread_mutex_lock(&db->mu);
 		memmove(db->retired, db->retired + 1, (db->nretired - 1) * sizeof(*db->retired));
 		db->nretired--;
+		db->log_busy = 0;
 		if (r < 0) {
 			if (rl.number > db->failed_log)
 				db->failed_log = rl.number;
 			db->log_lost = 1;
 		}
-		db->log_dir_stale = rd < 0;
 		pthread_cond_broadcast(&db->bg_cv);
-		/* a flush may have found it obsolete while it was still open here */
-		db_delete_obsolete_files(db);
+		/*
+		 * Its file goes in a deletion pass of the flush thread's: this
+		 * thread must be free for the next synced write, and an unlink
+		 * of a big file can take tens of milliseconds.
+		 */
+		db->delete_wanted = 1;
+		pthread_cond_broadcast(&db->work_cv);
 	}
 	pthread_mutex_unlock(&db->mu);
 	return NULL;
@@ -1162,18 +1253,22 @@ static int failed_log_pending(struct kv_db *db)
 }
 
 /*
- * Move the log number of every tree that holds nothing in memory past the
- * failed log: it needs no older log.  One manifest edit per tree.  REQUIRES
- * mu held; the caller leads the writers.
+ * Move the log number of every tree that holds nothing in memory and whose
+ * log number is below upto to the current log: it needs no older log.  One
+ * manifest edit per tree.  A caller without the writers' lead may see such a
+ * tree written meanwhile: into the current log or a later one, which the new
+ * number does not pass, and an edit applied after a newer one of the tree
+ * never moves its number back (version.c).  REQUIRES mu held (released for
+ * each edit).
  */
-static int release_failed_log(struct kv_db *db)
+static int release_idle_trees(struct kv_db *db, uint64_t upto)
 {
 	for (size_t i = 0; i < db->ntrees; i++) {
 		struct kv_tree *t = db->trees[i];
 		struct version_edit edit;
 		int r;
 
-		if (t->dropped || t->imm || t->vt->log_number > db->failed_log ||
+		if (t->dropped || t->imm || t->vt->log_number >= upto ||
 		    mem_entries(t->mem) + mem_range_dels(t->mem) > 0)
 			continue;
 		edit_init(&edit);
@@ -1186,6 +1281,12 @@ static int release_failed_log(struct kv_db *db)
 			return r;
 	}
 	return 0;
+}
+
+/* The same, past the failed log.  REQUIRES mu held; the caller leads the writers. */
+static int release_failed_log(struct kv_db *db)
+{
+	return release_idle_trees(db, db->failed_log + 1);
 }
 
 /*
@@ -1232,32 +1333,40 @@ static int flush_failed_log(struct kv_db *db)
  * in time (recover drops every log after one that lost bytes, and with them
  * this write).  So: the writes of a failed log are flushed to tables
  * (flush_failed_log); then the retired logs are waited for, which the log
- * thread syncs in the background; a sync that failed there makes its log a
- * failed log, and the loop flushes it in turn.  The flush switches logs, so
- * it retires logs too; only this leader switches, so the wait ends.  Last,
- * if the log thread's directory sync failed, the directory is synced here:
- * the current log's name must be durable before a write in it is.
- * REQUIRES mu held; the caller leads the writers.
+ * thread syncs now (log_sync_wanted) unless a flush makes them obsolete
+ * first; a sync that failed there makes its log a failed log, and the loop
+ * flushes it in turn.  The flush switches logs, so it retires logs too;
+ * only this leader switches, so the wait ends.  Last, the directory is
+ * synced if a log was started since it last was: the current log's name
+ * must be durable before a write in it is.  REQUIRES mu held; the caller
+ * leads the writers.
  */
 static int sync_prepare(struct kv_db *db)
 {
+	uint64_t gen;
 	int r;
 
 	for (;;) {
 		if ((r = flush_failed_log(db)) < 0)
 			return r;
-		while (db->nretired)
-			pthread_cond_wait(&db->bg_cv, &db->mu);
+		if (db->nretired) {
+			db->log_sync_wanted++;
+			pthread_cond_signal(&db->log_cv);
+			while (db->nretired)
+				pthread_cond_wait(&db->bg_cv, &db->mu);
+			db->log_sync_wanted--;
+		}
 		if (!failed_log_pending(db))
 			break;
 	}
-	if (db->log_dir_stale) {
+	if (db->log_dir_synced != db->log_dir_gen) {
+		gen = db->log_dir_gen;
 		pthread_mutex_unlock(&db->mu);
 		r = env_sync_dir(db->env, db->dir);
 		pthread_mutex_lock(&db->mu);
 		if (r < 0)
 			return r;
-		db->log_dir_stale = 0;
+		db->log_dir_synced = gen;
 	}
 	return 0;
 }
@@ -1357,7 +1466,7 @@ static int close_failed_log(struct kv_db *db)
 
 	pthread_mutex_lock(&db->mu);
 	/* a retired log whose sync fails becomes a failed log: know it first */
-	while (db->nretired)
+	while (db->log_busy || db_log_work(db))
 		pthread_cond_wait(&db->bg_cv, &db->mu);
 	if (db->log_lost && (db->failed_log || db->wal_broken)) {
 		lead_enter(db, &w);

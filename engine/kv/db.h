@@ -11,8 +11,8 @@
  *
  * Every writer and reader takes db->mu briefly, so no file I/O that takes
  * milliseconds is done with it held on a path a writer waits on: the leader
- * opens a new log with it released (switch_log), the log thread syncs and
- * closes retired logs (db_log_main), deletions list and unlink without it
+ * opens a new log with it released (switch_log), the log thread closes
+ * (or syncs and closes) retired logs (db_log_main), deletions list and unlink without it
  * (db_delete_obsolete_files), and a manifest edit is fdatasynced without it
  * (vs_log_and_apply).  Work that holds the writer lead may release mu: the
  * lead, not the mutex, is what keeps other writers out.
@@ -40,14 +40,18 @@ struct writer {
 };
 
 /*
- * A log a memtable switch retired: the log thread syncs it (unless it failed
- * already: broken), closes it and syncs the directory, which makes the name
- * of the log started after it durable (db_log_main).
+ * A log a memtable switch retired, still open.  Once the manifest says no
+ * tree needs it, the log thread closes it unsynced and it is deleted; a
+ * synced write that comes first has the log thread sync it (unless it failed
+ * already: broken) and close it (db_log_main).
  */
+#define DB_RETIRED_OPEN_MAX 8   /* retired logs held open unsynced, at most */
+
 struct retired_log {
 	uint64_t number;
 	struct wal_writer *w;
 	int broken;
+	int released;   /* the idle trees' log numbers were moved past it (or that failed) */
 };
 
 struct snapshot_node {
@@ -116,18 +120,24 @@ struct kv_db {
 	struct snapshot_node snapshots; /* list head; oldest first */
 
 	/*
-	 * Logs retired by memtable switches and not yet synced and closed,
-	 * oldest first.  A synced write waits until this is empty (sync_prepare),
-	 * so it never outlives an older unsynced write.  bg_cv is signalled as
-	 * each one is done; log_cv wakes the log thread.
+	 * Logs retired by memtable switches and still open, oldest first: each
+	 * goes when its writes are in tables (closed unsynced, then deleted) or
+	 * when a synced write has it synced (log_sync_wanted).  A synced write
+	 * waits until this is empty (sync_prepare), so it never outlives an
+	 * older unsynced write.  bg_cv is signalled as each one goes; log_cv
+	 * wakes the log thread.
 	 */
 	struct retired_log *retired;
 	size_t nretired, retired_cap;
 	pthread_cond_t log_cv;
-	int log_dir_stale;             /* the log thread's directory sync failed: a synced
-					  write syncs the directory itself first */
+	int log_sync_wanted;           /* synced writes waiting for the retired logs */
+	int log_busy;                  /* the log thread is closing or syncing retired[0] */
+	int log_stop;                  /* the log thread leaves (kv_close, after the others) */
+	uint64_t log_dir_gen;          /* logs started, and how many of their names */
+	uint64_t log_dir_synced;       /* a directory sync made durable (sync_prepare) */
 	int deleting;                  /* a db_delete_obsolete_files pass is running */
 	int delete_again;              /* and another was asked for meanwhile */
+	int delete_wanted;             /* a pass the flush thread is to run (db_log_main) */
 
 	pthread_t flush_thread, compact_thread, log_thread;
 	int threads_started;
@@ -213,14 +223,28 @@ int db_write_level0(struct kv_db *db, struct kv_tree *t, struct memtable *m,
  * instead.  bg_cv is signalled when a pass ends.
  */
 void db_delete_obsolete_files(struct kv_db *db);
+/*
+ * The oldest log some tree still needs: every write in an older log is in a
+ * table.  REQUIRES mu held.
+ */
+uint64_t db_min_log(struct kv_db *db);
 uint64_t db_oldest_snapshot(struct kv_db *db);
 void db_pending_add(struct kv_db *db, uint64_t number);
 void db_pending_remove(struct kv_db *db, uint64_t number);
 int db_needs_compaction(struct kv_db *db);
 
 /* db.c */
-/* The log thread: syncs and closes retired logs (switch_log in db.c). */
+/* The log thread: closes, or syncs and closes, retired logs (switch_log in db.c). */
 void *db_log_main(void *arg);
+/* 1 if the log thread has a retired log to close or sync now.  REQUIRES mu held. */
+int db_log_work(struct kv_db *db);
+/*
+ * Before a flush of t is recorded, which makes its writes durable up to the
+ * log boundary: have the retired logs before it synced if another tree
+ * still needs them for writes it holds in memory.  REQUIRES mu held
+ * (released while waiting).
+ */
+void db_sync_logs_before(struct kv_db *db, struct kv_tree *t, uint64_t boundary);
 /* 1 for errors that may go away on their own: a full disk, an I/O error, no descriptors. */
 int db_error_transient(int err);
 /*

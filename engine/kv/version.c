@@ -682,7 +682,12 @@ static int apply_edit(struct version_set *vs, struct version_edit *e, const char
 		return r;
 	for (int i = 0; i < e->ncp; i++)
 		buf_set(&t->compact_pointer[e->cp_level[i]], e->cp_key[i].data, e->cp_key[i].len);
-	if (e->has_log_number)
+	/*
+	 * Only forward: an edit made from a number read before a newer edit of
+	 * the tree was applied (release_idle_trees, without the writers' lead)
+	 * never makes it need logs it no longer needed, which may be gone.
+	 */
+	if (e->has_log_number && e->log_number > t->log_number)
 		t->log_number = e->log_number;
 	if (e->has_last_seq)
 		vs->last_seq = e->last_seq;
