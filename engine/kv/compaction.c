@@ -311,6 +311,8 @@ void *db_flush_main(void *arg)
 			/* this tree's writes in logs before the switch are now in a table */
 			edit.has_log_number = 1;
 			edit.log_number = t->imm_log_boundary;
+			edit.has_log_seq = 1;
+			edit.log_seq = t->imm_log_seq;
 			edit.has_last_seq = 1;
 			edit.last_seq = db_last_seq(db);
 			r = vs_log_and_apply(db->vs, &edit);

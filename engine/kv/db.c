@@ -575,7 +575,14 @@ static int recover(struct kv_db *db)
 		last--;
 	}
 	size_t nreplayed = nlogs;
-	uint64_t end = 0, last_end = 0, expect = 0;
+	uint64_t end = 0, last_end = 0, expect = 0, min_seq = vs_min_log_seq(db->vs);
+	/*
+	 * The manifest knows where the oldest log needed begins: a power cut
+	 * that took all of it (a retired log is closed unsynced, and may be
+	 * needed until its flush is recorded) shows as a gap in the next one.
+	 */
+	if (nlogs && logs[0] == min_log && min_seq)
+		expect = min_seq + 1;
 	for (size_t i = 0; i < nlogs; i++) {
 		const struct failed_log *fl = vs_failed_log(db->vs, logs[i]);
 		struct log_replay lr;
@@ -662,12 +669,15 @@ static int recover(struct kv_db *db)
 	if (r < 0)
 		goto out;
 	db->wal = wal_writer_new(f);
+	db->wal_seq = max_seq;
 	for (size_t i = 0; i < db->vs->ntrees; i++) {
 		struct vtree *vt = db->vs->trees[i];
 		struct kv_tree *t = db_tree_by_id(db, vt->id);
 		/* a tree whose recovered writes stayed in memory still needs their logs */
-		if (!t || mem_entries(t->mem) + mem_range_dels(t->mem) == 0)
+		if (!t || mem_entries(t->mem) + mem_range_dels(t->mem) == 0) {
 			vt->log_number = db->wal_number;
+			vt->log_seq = max_seq;
+		}
 	}
 	if (db->recovery_full && last > 0) {
 		/*
@@ -922,6 +932,7 @@ static int switch_log(struct kv_db *db)
 
 	if (db->wal_broken) {
 		db->failed_log = db->wal_number;   /* see flush_failed_log */
+		pthread_cond_signal(&db->log_cv);   /* the retired logs are synced now */
 		if ((r = record_failed_log(db)) < 0)
 			return r;
 	}
@@ -947,6 +958,7 @@ static int switch_log(struct kv_db *db)
 		       (unsigned long long)number, (unsigned long long)db->wal_number);
 	db->wal = wal_writer_new(f);
 	db->wal_number = number;
+	db->wal_seq = db_last_seq(db);   /* the leader's: nothing is appended meanwhile */
 	db->wal_broken = 0;
 	db->log_dir_gen++;   /* its name is not durable yet */
 	pthread_cond_signal(&db->log_cv);   /* the old one may need nothing already */
@@ -1005,7 +1017,12 @@ static enum log_step log_next(struct kv_db *db)
 	/* only trees with nothing in memory keep it there: move them on first */
 	if (!rl->released && rl->number < db_min_log(db))
 		return LOG_RELEASE;
-	if (db->log_sync_wanted || db->nretired > DB_RETIRED_OPEN_MAX)
+	/*
+	 * After a failed log, recovery cannot tell where the next log begins
+	 * (the failed group used up sequence numbers): the logs after it are
+	 * synced as they retire, until its writes are in tables.
+	 */
+	if (db->log_sync_wanted || db->nretired > DB_RETIRED_OPEN_MAX || db->failed_log)
 		return LOG_SYNC;
 	return LOG_WAIT;
 }
@@ -1224,6 +1241,7 @@ static int make_room(struct kv_db *db, int force)
 				continue;
 			t->imm = t->mem;
 			t->imm_log_boundary = db->wal_number;
+			t->imm_log_seq = db->wal_seq;
 			__atomic_store_n(&t->imm_done, 0, __ATOMIC_RELAXED);
 			t->mem = mem_new_pooled(db->mem_pool);
 		}
@@ -1275,6 +1293,8 @@ static int release_idle_trees(struct kv_db *db, uint64_t upto)
 		edit.tree = t->id;
 		edit.has_log_number = 1;
 		edit.log_number = db->wal_number;
+		edit.has_log_seq = 1;
+		edit.log_seq = db->wal_seq;
 		r = vs_log_and_apply(db->vs, &edit);
 		edit_free(&edit);
 		if (r < 0)
@@ -1466,8 +1486,10 @@ static int close_failed_log(struct kv_db *db)
 
 	pthread_mutex_lock(&db->mu);
 	/* a retired log whose sync fails becomes a failed log: know it first */
-	while (db->log_busy || db_log_work(db))
+	while (db->log_busy || db_log_work(db)) {
+		pthread_cond_signal(&db->log_cv);   /* a failed log may have made work unseen */
 		pthread_cond_wait(&db->bg_cv, &db->mu);
+	}
 	if (db->log_lost && (db->failed_log || db->wal_broken)) {
 		lead_enter(db, &w);
 		r = make_room(db, 0);
@@ -2252,6 +2274,8 @@ int kv_tree_open(struct kv_db *db, const char *name, const struct kv_tree_option
 		e.tree_name = xstrdup(name);
 		e.has_log_number = 1;
 		e.log_number = db->wal_number;  /* nothing of it is in older logs */
+		e.has_log_seq = 1;
+		e.log_seq = db->wal_seq;
 		r = vs_log_and_apply(db->vs, &e);
 		edit_free(&e);
 		if (r < 0)

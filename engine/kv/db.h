@@ -69,6 +69,7 @@ struct kv_tree {
 	struct memtable *mem;          /* active */
 	struct memtable *imm;          /* being flushed, or NULL */
 	uint64_t imm_log_boundary;     /* the log that began when imm was switched out */
+	uint64_t imm_log_seq;          /* the sequence before that log's first record */
 	uint64_t imm_done;             /* imm's entries the flush has written so far (atomic) */
 	int compression_level;
 	struct kv_compaction_filter *filter;
@@ -108,6 +109,7 @@ struct kv_db {
 	size_t ntrees;
 	struct wal_writer *wal;
 	uint64_t wal_number;
+	uint64_t wal_seq;              /* the sequence before the current log's first record */
 	uint64_t last_seq;             /* atomic: loads with acquire */
 
 	struct version_set *vs;

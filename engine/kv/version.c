@@ -22,6 +22,7 @@ enum {
 	TAG_DROP_TREE = 9,
 	TAG_NEXT_TREE = 10,
 	TAG_FAILED_LOG = 11,
+	TAG_LOG_SEQ = 12,
 };
 
 /* The version of the manifest and of everything it describes (logs, tables). */
@@ -137,6 +138,10 @@ void edit_encode(const struct version_edit *e, struct buf *out)
 		buf_put_varint32(out, TAG_LOG_NUMBER);
 		buf_put_varint64(out, e->log_number);
 	}
+	if (e->has_log_seq) {
+		buf_put_varint32(out, TAG_LOG_SEQ);
+		buf_put_varint64(out, e->log_seq);
+	}
 	if (e->has_next_file) {
 		buf_put_varint32(out, TAG_NEXT_FILE);
 		buf_put_varint64(out, e->next_file);
@@ -219,6 +224,11 @@ int edit_decode(struct version_edit *e, struct slice rec, const char *name)
 			if (!(p = dec_varint64(p, limit, &e->log_number)))
 				goto bad;
 			e->has_log_number = 1;
+			break;
+		case TAG_LOG_SEQ:
+			if (!(p = dec_varint64(p, limit, &e->log_seq)))
+				goto bad;
+			e->has_log_seq = 1;
 			break;
 		case TAG_NEXT_FILE:
 			if (!(p = dec_varint64(p, limit, &e->next_file)))
@@ -583,6 +593,16 @@ uint64_t vs_min_log_number(struct version_set *vs)
 	return m;
 }
 
+uint64_t vs_min_log_seq(struct version_set *vs)
+{
+	uint64_t m = vs_min_log_number(vs), seq = 0;
+
+	for (size_t i = 0; i < vs->ntrees; i++)
+		if (!vs->trees[i]->dropped && vs->trees[i]->log_number == m && !seq)
+			seq = vs->trees[i]->log_seq;
+	return seq;
+}
+
 const struct failed_log *vs_failed_log(const struct version_set *vs, uint64_t number)
 {
 	for (size_t i = 0; i < vs->nfailed; i++)
@@ -687,8 +707,10 @@ static int apply_edit(struct version_set *vs, struct version_edit *e, const char
 	 * the tree was applied (release_idle_trees, without the writers' lead)
 	 * never makes it need logs it no longer needed, which may be gone.
 	 */
-	if (e->has_log_number && e->log_number > t->log_number)
+	if (e->has_log_number && e->log_number > t->log_number) {
 		t->log_number = e->log_number;
+		t->log_seq = e->has_log_seq ? e->log_seq : 0;
+	}
 	if (e->has_last_seq)
 		vs->last_seq = e->last_seq;
 	if (e->has_next_file && e->next_file > vs->next_file)
@@ -926,6 +948,8 @@ static void snapshot_edit(struct version_set *vs, struct vtree *t, int first,
 	}
 	e->has_log_number = 1;
 	e->log_number = t->log_number;
+	e->has_log_seq = t->log_seq != 0;
+	e->log_seq = t->log_seq;
 	if (!first)
 		return;
 	e->has_format = 1;
@@ -1043,6 +1067,8 @@ int vs_log_and_apply(struct version_set *vs, struct version_edit *e)
 	if (t && !e->has_log_number) {
 		e->has_log_number = 1;
 		e->log_number = t->log_number;
+		e->has_log_seq = t->log_seq != 0;
+		e->log_seq = t->log_seq;
 	}
 	if (t && t->id != 0 && !e->tree_name)
 		e->tree_name = xstrdup(t->name);

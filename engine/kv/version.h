@@ -117,8 +117,10 @@ struct version_edit {
 	char *tree_name;              /* with tag 8: the tree's name (created if unknown) */
 	int drop_tree;
 	int has_format, has_log_number, has_next_file, has_last_seq, has_next_tree;
+	int has_log_seq;
 	uint32_t format, next_tree;
 	uint64_t log_number, next_file, last_seq;
+	uint64_t log_seq;             /* tag 12: the sequence before log_number's first record */
 	struct file_add *adds;
 	size_t nadds;
 	struct file_del *dels;
@@ -172,6 +174,7 @@ struct vtree {
 	struct version *current;
 	struct buf compact_pointer[NUM_LEVELS];
 	uint64_t log_number;          /* this tree's writes in older logs are all in tables */
+	uint64_t log_seq;             /* the sequence before that log's first record; 0: unknown */
 };
 
 struct version_set {
@@ -216,6 +219,11 @@ struct vtree *vs_tree(struct version_set *vs, uint32_t id);
 struct vtree *vs_tree_by_name(struct version_set *vs, const char *name);
 /* The smallest log number any live tree still needs. */
 uint64_t vs_min_log_number(struct version_set *vs);
+/*
+ * The sequence number before the first record of the log vs_min_log_number
+ * names, so that recovery sees that log's loss whole (0: not recorded).
+ */
+uint64_t vs_min_log_seq(struct version_set *vs);
 /* The failed log with this number (tag 11), or NULL. */
 const struct failed_log *vs_failed_log(const struct version_set *vs, uint64_t number);
 /*
