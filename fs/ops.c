@@ -522,6 +522,22 @@ static int temp_meta(struct fs *fs, const struct fs_node *n, const char *name, u
 	return rc;
 }
 
+/*
+ * temp_meta for an open temporary file, by its node's name: a rename of it
+ * meanwhile comes before or after (fs.move_lock), so the setting never goes
+ * to the name the file has just left.
+ */
+static int temp_meta_node(struct fs *fs, const struct fs_node *n, uint64_t stamp,
+			  enum cell_type type)
+{
+	int rc;
+
+	pthread_rwlock_rdlock(&fs->move_lock);
+	rc = temp_meta(fs, n, n->name, stamp, type);
+	pthread_rwlock_unlock(&fs->move_lock);
+	return rc;
+}
+
 static int temp_put(struct fs *fs, const struct fs_node *n, const char *name, const char *data,
 		    size_t len)
 {
@@ -4253,7 +4269,7 @@ static int setattr_apply(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int 
 		uint64_t ts = to_set & FUSE_SET_ATTR_MTIME_NOW ? now_ts()
 							       : timespec_to_ts(&attr->st_mtim);
 
-		rc = temp_meta(fs, n, n->name, ts ? ts : 1, CELL_INVALID);
+		rc = temp_meta_node(fs, n, ts ? ts : 1, CELL_INVALID);
 		if (rc < 0)
 			goto out;
 	}
@@ -4795,7 +4811,7 @@ static void fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 	v[size] = '\0';
 	rc = cell_type_parse(slice_str(v), &to);
 	if (rc == 0 && n->kind == FS_TEMP)   /* a temporary file keeps it for its rename */
-		rc = temp_meta(fs, n, n->name, 0, to);
+		rc = temp_meta_node(fs, n, 0, to);
 	else if (rc == 0 && node_pending_type(fs, n, to)) {   /* mknod'ed, no value yet */
 		writers_take(fs, n, &to, NULL);
 	} else if (rc == 0 && !writers_take(fs, n, &to, NULL))   /* cp -a: before its close */
