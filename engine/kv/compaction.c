@@ -79,7 +79,7 @@ uint64_t db_min_log(struct kv_db *db)
 	 */
 	for (size_t i = 0; i < db->ntrees; i++) {
 		struct kv_tree *t = db->trees[i];
-		if (t->dropped || (!t->imm && mem_entries(t->mem) + mem_range_dels(t->mem) == 0))
+		if (t->dropped || !tree_in_memory(t))
 			continue;
 		if (t->vt->log_number < min)
 			min = t->vt->log_number;
@@ -309,10 +309,7 @@ void *db_flush_main(void *arg)
 			db_sync_logs_before(db, t, t->imm_log_boundary);
 		if (r == 0) {
 			/* this tree's writes in logs before the switch are now in a table */
-			edit.has_log_number = 1;
-			edit.log_number = t->imm_log_boundary;
-			edit.has_log_seq = 1;
-			edit.log_seq = t->imm_log_seq;
+			edit_set_log(&edit, t->imm_log_boundary, t->imm_log_seq);
 			edit.has_last_seq = 1;
 			edit.last_seq = db_last_seq(db);
 			r = vs_log_and_apply(db->vs, &edit);

@@ -902,9 +902,9 @@ static int record_failed_log(struct kv_db *db)
 
 /*
  * Start a new log and make it the one written.  The old one is handed to
- * the log thread (db_log_main), open and unsynced: once the flush of its
- * memtable has put its writes in tables, the thread closes it and it is
- * deleted, and its pages are dropped without ever being written (a log of
+ * the log thread (db_log_main), open and unsynced: once no tree needs it,
+ * the thread closes it and it is deleted, and its pages are dropped
+ * without ever being written (a log of
  * a 64 MiB memtable took tens of milliseconds to sync, and on this machine
  * the host stopped the whole VM for 10-30 ms of it).  The caller of an
  * unsynced write did not ask for a sync, so nothing waits for one.  What
@@ -985,21 +985,6 @@ static int retire_log(struct kv_db *db, const struct retired_log *rl)
 	return r;
 }
 
-/*
- * The log thread, for the logs that memtable switches retire, oldest first.
- * One whose writes are all in tables (older than any log a tree needs) is
- * closed unsynced and deleted: the kernel drops its dirty pages with it.
- * While a synced write waits (log_sync_wanted), or while more than
- * DB_RETIRED_OPEN_MAX are open (a tree that is rarely written keeps every
- * log since its oldest write: they are synced and closed as they were
- * before, not held open without bound), the oldest is synced and closed
- * instead.  A failed sync makes the log a failed log, as a failed
- * append does (db->failed_log, log_lost): its unsynced writes may never
- * reach the disk, so the synced write first flushes them to tables
- * (flush_failed_log), and the close does too.  At shutdown the thread
- * leaves the logs still open to kv_close, which closes them unsynced: their
- * writes are in the page cache, as the current log's are.
- */
 static int release_idle_trees(struct kv_db *db, uint64_t upto);
 
 /* What the log thread does next with retired[0].  REQUIRES mu held. */
@@ -1033,6 +1018,22 @@ int db_log_work(struct kv_db *db)
 }
 
 /*
+ * Have the log thread sync (or close, once obsolete) every retired log
+ * numbered below upto, and wait until none is left.  REQUIRES mu held
+ * (released while waiting).
+ */
+static void sync_retired_before(struct kv_db *db, uint64_t upto)
+{
+	if (!db->nretired || db->retired[0].number >= upto)
+		return;
+	db->log_sync_wanted++;
+	pthread_cond_signal(&db->log_cv);
+	while (db->nretired && db->retired[0].number < upto)
+		pthread_cond_wait(&db->bg_cv, &db->mu);
+	db->log_sync_wanted--;
+}
+
+/*
  * A power cut after the flush's manifest edit keeps t's writes up to the
  * boundary whatever became of the logs; another tree's earlier writes in an
  * unsynced log could be lost then, and a row mutation across locality
@@ -1048,17 +1049,28 @@ void db_sync_logs_before(struct kv_db *db, struct kv_tree *t, uint64_t boundary)
 	for (size_t i = 0; i < db->ntrees && !needed; i++) {
 		struct kv_tree *u = db->trees[i];
 		needed = u != t && !u->dropped && u->vt->log_number < boundary &&
-			 (u->imm || mem_entries(u->mem) + mem_range_dels(u->mem) > 0);
+			 tree_in_memory(u);
 	}
-	if (!needed || !db->nretired || db->retired[0].number >= boundary)
-		return;
-	db->log_sync_wanted++;
-	pthread_cond_signal(&db->log_cv);
-	while (db->nretired && db->retired[0].number < boundary)
-		pthread_cond_wait(&db->bg_cv, &db->mu);
-	db->log_sync_wanted--;
+	if (needed)
+		sync_retired_before(db, boundary);
 }
 
+/*
+ * The log thread, for the logs that memtable switches retire, oldest first
+ * (log_next says what it does): one that the manifest says no tree needs is
+ * closed unsynced, and the kernel drops its dirty pages when it is deleted;
+ * one that only trees with nothing in memory keep in the manifest has them
+ * moved on first (release_idle_trees, once per log); one that something
+ * needs durable (a synced write, a flush other trees depend on, more than
+ * DB_RETIRED_OPEN_MAX open, a pending failed log) is synced and closed.  A
+ * failed sync makes the log a failed log, as a failed append does
+ * (db->failed_log, log_lost): its unsynced writes may never reach the disk,
+ * so the next synced write first flushes them to tables (flush_failed_log),
+ * and the close does too.  It leaves when kv_close says (log_stop), after
+ * the flush and compaction threads; the logs still open then are closed
+ * unsynced by kv_close: their writes are in the page cache, as the current
+ * log's are.
+ */
 void *db_log_main(void *arg)
 {
 	struct kv_db *db = arg;
@@ -1286,15 +1298,11 @@ static int release_idle_trees(struct kv_db *db, uint64_t upto)
 		struct version_edit edit;
 		int r;
 
-		if (t->dropped || t->imm || t->vt->log_number >= upto ||
-		    mem_entries(t->mem) + mem_range_dels(t->mem) > 0)
+		if (t->dropped || tree_in_memory(t) || t->vt->log_number >= upto)
 			continue;
 		edit_init(&edit);
 		edit.tree = t->id;
-		edit.has_log_number = 1;
-		edit.log_number = db->wal_number;
-		edit.has_log_seq = 1;
-		edit.log_seq = db->wal_seq;
+		edit_set_log(&edit, db->wal_number, db->wal_seq);
 		r = vs_log_and_apply(db->vs, &edit);
 		edit_free(&edit);
 		if (r < 0)
@@ -1369,13 +1377,7 @@ static int sync_prepare(struct kv_db *db)
 	for (;;) {
 		if ((r = flush_failed_log(db)) < 0)
 			return r;
-		if (db->nretired) {
-			db->log_sync_wanted++;
-			pthread_cond_signal(&db->log_cv);
-			while (db->nretired)
-				pthread_cond_wait(&db->bg_cv, &db->mu);
-			db->log_sync_wanted--;
-		}
+		sync_retired_before(db, UINT64_MAX);
 		if (!failed_log_pending(db))
 			break;
 	}
@@ -1834,7 +1836,7 @@ static int nothing_to_flush(struct kv_db *db)
 	for (size_t i = 0; i < db->ntrees; i++) {
 		struct kv_tree *t = db->trees[i];
 
-		if (!t->dropped && (t->imm || mem_entries(t->mem) + mem_range_dels(t->mem) > 0))
+		if (!t->dropped && tree_in_memory(t))
 			return 0;
 	}
 	return 1;
@@ -2272,10 +2274,7 @@ int kv_tree_open(struct kv_db *db, const char *name, const struct kv_tree_option
 		edit_init(&e);
 		e.tree = db->vs->next_tree;
 		e.tree_name = xstrdup(name);
-		e.has_log_number = 1;
-		e.log_number = db->wal_number;  /* nothing of it is in older logs */
-		e.has_log_seq = 1;
-		e.log_seq = db->wal_seq;
+		edit_set_log(&e, db->wal_number, db->wal_seq);   /* nothing of it is in older logs */
 		r = vs_log_and_apply(db->vs, &e);
 		edit_free(&e);
 		if (r < 0)
@@ -2387,14 +2386,7 @@ int kv_stray_files(struct kv_db *db, char ***out, size_t *nout)
 	 * always.  Read-only, every log from the oldest tree's log number on was
 	 * replayed and is held in memory only, so all of those are needed.
 	 */
-	min_log = db->opt.read_only ? vs_min_log_number(db->vs) : db->wal_number;
-	for (size_t i = 0; i < db->ntrees && !db->opt.read_only; i++) {
-		struct kv_tree *t = db->trees[i];
-		if (t->dropped || (!t->imm && mem_entries(t->mem) + mem_range_dels(t->mem) == 0))
-			continue;
-		if (t->vt->log_number < min_log)
-			min_log = t->vt->log_number;
-	}
+	min_log = db->opt.read_only ? vs_min_log_number(db->vs) : db_min_log(db);
 	for (size_t i = 0; i < n; i++) {
 		uint64_t num;
 		enum fname_kind kind = fname_parse(names[i], &num);

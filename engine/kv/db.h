@@ -273,6 +273,12 @@ struct kv_tree *db_tree(struct kv_db *db, const struct kv_tree *t);  /* NULL -> 
 struct kv_tree *db_tree_by_id(struct kv_db *db, uint32_t id);
 void db_log(struct kv_db *db, enum kv_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* 1 if t holds writes in memory (a memtable in flush, or its active one). */
+static inline int tree_in_memory(const struct kv_tree *t)
+{
+	return t->imm || mem_entries(t->mem) + mem_range_dels(t->mem) > 0;
+}
+
 static inline uint64_t db_last_seq(struct kv_db *db)
 {
 	return __atomic_load_n(&db->last_seq, __ATOMIC_ACQUIRE);

@@ -109,6 +109,14 @@ void edit_set_compact_pointer(struct version_edit *e, int level, struct slice ke
 	e->ncp++;
 }
 
+void edit_set_log(struct version_edit *e, uint64_t number, uint64_t seq)
+{
+	e->has_log_number = 1;
+	e->log_number = number;
+	e->has_log_seq = seq != 0;
+	e->log_seq = seq;
+}
+
 void edit_add_failed_log(struct version_edit *e, uint64_t number, uint64_t acked)
 {
 	e->failed = xrealloc(e->failed, (e->nfailed + 1) * sizeof(*e->failed));
@@ -946,10 +954,7 @@ static void snapshot_edit(struct version_set *vs, struct vtree *t, int first,
 			e->nadds++;
 		}
 	}
-	e->has_log_number = 1;
-	e->log_number = t->log_number;
-	e->has_log_seq = t->log_seq != 0;
-	e->log_seq = t->log_seq;
+	edit_set_log(e, t->log_number, t->log_seq);
 	if (!first)
 		return;
 	e->has_format = 1;
@@ -1064,12 +1069,8 @@ int vs_log_and_apply(struct version_set *vs, struct version_edit *e)
 	t = vs_tree(vs, e->tree);
 	if (t && t->dropped)
 		return ERR_SET(-ENOENT, "tree %s was dropped", t->name);
-	if (t && !e->has_log_number) {
-		e->has_log_number = 1;
-		e->log_number = t->log_number;
-		e->has_log_seq = t->log_seq != 0;
-		e->log_seq = t->log_seq;
-	}
+	if (t && !e->has_log_number)
+		edit_set_log(e, t->log_number, t->log_seq);
 	if (t && t->id != 0 && !e->tree_name)
 		e->tree_name = xstrdup(t->name);
 	e->has_next_file = 1;

@@ -141,6 +141,8 @@ void edit_add_file(struct version_edit *e, int level, uint64_t number, uint64_t 
 void edit_del_file(struct version_edit *e, int level, uint64_t number);
 void edit_set_compact_pointer(struct version_edit *e, int level, struct slice key);
 void edit_add_failed_log(struct version_edit *e, uint64_t number, uint64_t acked);
+/* Sets the tree's log number (tag 1) and the sequence before that log (tag 12; 0: none). */
+void edit_set_log(struct version_edit *e, uint64_t number, uint64_t seq);
 void edit_encode(const struct version_edit *e, struct buf *out);
 int edit_decode(struct version_edit *e, struct slice rec, const char *name);
 
