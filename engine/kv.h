@@ -102,8 +102,13 @@ struct kv_options {
 	size_t target_file_size;       /* SSTable size in levels >= 1; default 4 MiB */
 	uint64_t max_bytes_level_base; /* size of level 1; each further level is 10x; default 64 MiB */
 	int l0_compaction_trigger;     /* level-0 files that start a compaction; default 4 */
-	int l0_slowdown_trigger;       /* level-0 files at which each write waits 1 ms; default 8 */
+	int l0_slowdown_trigger;       /* level-0 files from which writes are let in at
+					  slowdown_rate; default 8 */
 	int l0_stop_trigger;           /* level-0 files at which writes wait for compaction; default 12 */
+	uint64_t slowdown_rate;        /* bytes a second of writes let in while level 0 holds
+					  l0_slowdown_trigger files, 3/4 of it for each file more
+					  (smolfs(5), "write pacing"); default 16 MiB, also for 0;
+					  at least 1 KiB */
 	int sync_wal;                  /* fsync the log on every write, as if KV_SYNC was given */
 	struct kv_compaction_filter *compaction_filter; /* NULL: none */
 	/* Where log lines go; NULL: stderr for KV_LOG_WARN and worse. */
@@ -304,6 +309,8 @@ struct kv_stats {
 	uint64_t stall_micros;          /* time writers waited for flush or compaction */
 	uint64_t paced_writes;          /* writes that waited for a flush to catch up (at most
 					   2 ms each: see smolfs(5), "write pacing") */
+	uint64_t delayed_writes;        /* writes that slept for the level-0 slowdown (a group
+					   committed together counts once: the same section) */
 	uint64_t disk_bytes;            /* live SSTables + log, now */
 	int files_per_level[8];         /* over all trees */
 };

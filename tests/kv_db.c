@@ -224,6 +224,7 @@ static void test_options(void)
 	is_int(o.max_bytes_level_base, 64u << 20, "default max_bytes_level_base is 64 MiB");
 	is_int(o.l0_compaction_trigger, 4, "default l0_compaction_trigger is 4");
 	is_int(o.l0_slowdown_trigger, 8, "default l0_slowdown_trigger is 8");
+	ok(o.slowdown_rate == 16u << 20, "default slowdown_rate is 16 MiB/s");
 	is_int(o.l0_stop_trigger, 12, "default l0_stop_trigger is 12");
 	is_int(o.sync_wal, 0, "default sync_wal is 0");
 	ok(o.compaction_filter == NULL, "default compaction_filter is NULL");
@@ -943,7 +944,7 @@ int main(void)
 	char *dir;
 	int r;
 
-	plan(209);
+	plan(210);
 	make_tmpdir("kv_db");
 	diag("directory %s, scale %.3g", tmpdir, test_scale());
 	test_options();

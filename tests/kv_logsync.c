@@ -1,10 +1,12 @@
 /*
  * kv_logsync.c -- a memtable switch never makes a writer wait for the old
  * log's fsync or for the deletion of a log, unsynced writes never fsync a
- * log at all, and a synced write still outlives nothing older than itself.
+ * log at all, and a synced write still outlives nothing older than itself;
+ * and the writers' waits for a flush or a compaction that is behind.
  *
  * The fault environment holds chosen calls until the test releases them
- * (env_fault_hold), which shows who waits for them without measuring time:
+ * (env_fault_hold), which shows who waits for them without measuring time
+ * (but for the least time of the level-0 slowdown, which sleeps on purpose):
  *   - every fsync of a log held: unsynced puts go on across several memtable
  *     switches, no log is fsynced (none is held), and each retired log is
  *     deleted, unsynced, once its memtable is flushed; with the flush of a
@@ -33,6 +35,12 @@
  *     write past that is paced (waits a bounded time for the flush to catch
  *     up) and goes through, where without pacing the write that found the
  *     memtable full would have waited for the whole flush;
+ *   - the level-0 slowdown's arithmetic (db_delay_step, db_delay_charge) on
+ *     a clock of its own; and with compaction held in its first table, so
+ *     that level 0 only grows: no put is delayed until level 0 reaches the
+ *     trigger, then the puts take at least the time slowdown_rate gives
+ *     their bytes, few of them sleep (each for the debt of several), and
+ *     once compaction empties level 0 none does;
  *   - power cuts while the retired logs are unsynced (their fsyncs held),
  *     each unsynced page of every file kept, dropped or zeroed at
  *     random (seeded, as in kv_powercut): the database opens, holds every
@@ -1053,9 +1061,141 @@ out:
 	free(dir);
 }
 
+/* db_delay_step and db_delay_charge alone, on a clock of their own. */
+static void test_delay_steps(void)
+{
+	struct write_delay d = { 0, 0 };
+	const uint64_t base = 1u << 20;
+	uint64_t w, w2, rate_at_2, rate_at_4;
+
+	w = db_delay_step(&d, base, 1, 2, 1000);
+	ok(w == 0 && d.rate == 0, "slowdown steps: below the trigger no delay and no rate");
+	db_delay_charge(&d, 1u << 20, 1000);
+	ok(d.until == 0, "slowdown steps: and nothing charged");
+	w = db_delay_step(&d, base, 2, 2, 1000);
+	rate_at_2 = d.rate;
+	ok(w == 0 && rate_at_2 == base && d.until == 1000,
+	   "slowdown steps: at the trigger the base rate, and nothing owed yet (%llu B/s)",
+	   (unsigned long long)rate_at_2);
+	db_delay_charge(&d, base / 2500, 1000);           /* 0.4 ms of bytes */
+	w = db_delay_step(&d, base, 2, 2, 1000);
+	db_delay_charge(&d, base / 5000, 1000);           /* 0.2 ms more */
+	w2 = db_delay_step(&d, base, 2, 2, 1000);
+	ok(w == 0 && w2 >= DELAY_QUANTUM_US && w2 < DELAY_MAX_US,
+	   "slowdown steps: 0.4 ms owed is let through, 0.6 ms is slept (%llu us)",
+	   (unsigned long long)w2);
+	w = db_delay_step(&d, base, 2, 2, 1000 + w2);
+	ok(w == 0 && d.until == 1000 + w2, "slowdown steps: once slept, nothing owed");
+	db_delay_charge(&d, base / 5000, 1000 + w2);    /* 0.2 ms, then 1 ms without a write */
+	w = db_delay_step(&d, base, 4, 2, 2000 + w2);
+	rate_at_4 = d.rate;
+	ok(w == 0 && rate_at_4 == base / 4 * 3 / 4 * 3 && d.until == 2000 + w2,
+	   "slowdown steps: two tables more, 9/16 of the rate (%llu B/s); no credit for the "
+	   "time nobody wrote",
+	   (unsigned long long)rate_at_4);
+	db_delay_charge(&d, base, 2000);
+	w = db_delay_step(&d, base, 4, 2, 2000);
+	ok(w == DELAY_MAX_US && d.until == 2000 + DELAY_HORIZON_US,
+	   "slowdown steps: a mebibyte owed (%.2f s at that rate) is slept %d us at a time, "
+	   "and what is owed past %d ms forgiven", (double)base / (double)rate_at_4,
+	   DELAY_MAX_US, DELAY_HORIZON_US / 1000);
+	w = db_delay_step(&d, base, 200, 2, 2000);
+	ok(d.rate == DELAY_MIN_RATE, "slowdown steps: the rate never falls below %d B/s",
+	   DELAY_MIN_RATE);
+	w = db_delay_step(&d, base, 1, 2, 3000);
+	db_delay_charge(&d, 1u << 20, 3000);
+	ok(w == 0 && d.rate == 0 && d.until == 2000 + DELAY_HORIZON_US,
+	   "slowdown steps: below the trigger again the slowdown ends, and nothing is charged");
+	w = db_delay_step(&d, base, 2, 2, 4000);
+	ok(w == 0 && d.until == 4000, "slowdown steps: a new slowdown starts owing nothing");
+}
+
+static int level0_files(struct kv_db *db)
+{
+	struct kv_stats st;
+
+	kv_get_stats(db, &st);
+	return st.files_per_level[0];
+}
+
+static void test_slowdown(void)
+{
+	struct kv_env *fe = env_fault_new(env_posix());
+	char *dir = xasprintf("%s/slowdown", tmpdir);
+	struct kv_options o;
+	struct kv_stats st0, st;
+	struct kv_db *db;
+	uint64_t t0, elapsed, bytes, least;
+	long i = 0, n = 0, delayed;
+	int r, l0 = 0;
+
+	options(&o, fe);
+	/*
+	 * One flush makes the slowdown; the next memtable has room for many
+	 * times the 400 puts that follow, so level 0 stays at one table and
+	 * the rate at slowdown_rate: a put of about 75 bytes owes about 0.14 ms,
+	 * a sleep every 4 puts (if the puts are quicker than that).
+	 */
+	o.write_buffer_size = 1u << 20;
+	o.l0_compaction_trigger = 1;
+	o.l0_slowdown_trigger = 1;
+	o.l0_stop_trigger = 1000;
+	o.slowdown_rate = 512u << 10;
+	/* compaction stops in its first table (open or creation): level 0 only grows */
+	env_fault_hold_in(fe, ENV_OP_OPEN, ".sst", DB_THREAD_COMPACT);
+	r = kv_open(dir, &o, &db);
+	if (!is_int(r, 0, "slowdown: open"))
+		goto out;
+	for (; i < 100000 && r == 0 && (l0 = level0_files(db)) < o.l0_slowdown_trigger; i++)
+		r = test_write_put(db, i, 0);
+	kv_get_stats(db, &st0);
+	ok(r == 0 && l0 >= o.l0_slowdown_trigger && held_wait(fe, 1, PATIENCE_MS) &&
+	   st0.delayed_writes == 0,
+	   "slowdown: %ld puts flush %d table into level 0 with its compaction held, "
+	   "none of them delayed", i, l0);
+	t0 = now_micros();
+	for (; n < 400 && r == 0; n++)
+		r = test_write_put(db, i++, 0);
+	elapsed = now_micros() - t0;
+	kv_get_stats(db, &st);
+	is_int(st.files_per_level[0], 1, "slowdown: level 0 still holds one table");
+	bytes = st.bytes_written_wal - st0.bytes_written_wal - (uint64_t)n * WAL_HEADER;
+	delayed = (long)(st.delayed_writes - st0.delayed_writes);
+	/*
+	 * What may still be owed when the last put returns: under a quantum,
+	 * and that put's own bytes; and each charge rounds down a microsecond.
+	 */
+	least = bytes * 1000000u / o.slowdown_rate - DELAY_QUANTUM_US - DELAY_MAX_US - (uint64_t)n;
+	ok(r == 0 && elapsed >= least, "slowdown: %ld puts of %llu bytes take %llu us, at least "
+	   "what %llu B/s allows less what may still be owed (%llu us)", n, (unsigned long long)bytes,
+	   (unsigned long long)elapsed, (unsigned long long)o.slowdown_rate,
+	   (unsigned long long)least);
+	/* a machine so slow that each put takes longer than it owes needs no sleep */
+	ok(delayed <= n / 3 && (delayed > 0 || elapsed / (uint64_t)n >= 140),
+	   "slowdown: the delay is spread: %ld of the %ld puts slept, each for the debt of several "
+	   "(%llu us a put)", delayed, n, (unsigned long long)(elapsed / (uint64_t)n));
+	env_fault_release(fe);
+	ok(wait_idle(db), "slowdown: released, compaction empties level 0");
+	for (long j = 0; j < 200 && r == 0; j++)
+		r = test_write_put(db, i++, 0);
+	kv_get_stats(db, &st0);
+	pthread_mutex_lock(&db->mu);
+	ok(r == 0 && st0.delayed_writes == st.delayed_writes && db->delay.rate == 0,
+	   "slowdown: below the trigger again, 200 puts and none delayed");
+	pthread_mutex_unlock(&db->mu);
+	for (long j = 0; j < i && r == 0; j++)
+		r = test_write_check(db, j);
+	is_int(r, 0, "slowdown: all %ld puts read back", i);
+	kv_close(db);
+out:
+	kv_destroy(dir, NULL);
+	env_fault_free(fe);
+	free(dir);
+}
+
 int main(void)
 {
-	plan(57);
+	plan(75);
 	make_tmpdir("kv_logsync");
 	test_sync_held();
 	test_retired_sync_fails();
@@ -1065,6 +1205,8 @@ int main(void)
 	test_manifest_held();
 	test_drop_compaction();
 	test_pacing();
+	test_delay_steps();
+	test_slowdown();
 	test_power_cuts();
 	rm_rf(tmpdir);
 	return exit_status();

@@ -226,6 +226,7 @@ struct record {
 	uint64_t rss_kb;           /* the child's peak RSS so far */
 	uint64_t anon_kb, file_kb; /* peak RssAnon, RssFile during the workload */
 	uint64_t paced;            /* writes the engine paced during the workload (smolfs) */
+	uint64_t delayed;          /* writes it delayed for a crowded level 0 (smolfs) */
 	uint64_t stall_us;         /* time writers waited inside the engine (smolfs) */
 	uint64_t pauses;           /* machine pauses over PAUSE_NS during the workload */
 	uint64_t pause_max_ns;     /* the longest of them (any length) */
@@ -621,11 +622,12 @@ struct engine_ops {
 	int (*busy)(struct bench_db *b);
 	/*
 	 * What the engine counts of its own write waits so far: writes it paced
-	 * and the time writers waited in all; NULL for an engine that does not
+	 * to a flush, writes it delayed for a crowded level 0, and the time
+	 * writers waited in all; NULL for an engine that does not
 	 * count them.  The difference over a write workload tells how many of its
 	 * slow puts were the engine waiting on purpose.
 	 */
-	void (*stalls)(struct bench_db *b, uint64_t *paced, uint64_t *stall_us);
+	void (*stalls)(struct bench_db *b, uint64_t *paced, uint64_t *delayed, uint64_t *stall_us);
 };
 
 /* ---- smolfs */
@@ -788,12 +790,14 @@ static int smol_busy(struct bench_db *b)
 	return st.files_per_level[0] >= L0_TRIGGER;
 }
 
-static void smol_stalls(struct bench_db *b, uint64_t *paced, uint64_t *stall_us)
+static void smol_stalls(struct bench_db *b, uint64_t *paced, uint64_t *delayed,
+			uint64_t *stall_us)
 {
 	struct kv_stats st;
 
 	kv_get_stats(b->kv, &st);
 	*paced = st.paced_writes;
+	*delayed = st.delayed_writes;
 	*stall_us = st.stall_micros;
 }
 
@@ -1722,14 +1726,15 @@ static void run_workload(struct child *c, int w)
 	case W_FILLSEQ:
 	case W_FILLRANDOM:
 	case W_OVERWRITE: {
-		uint64_t paced0 = 0, stall0 = 0;
+		uint64_t paced0 = 0, delayed0 = 0, stall0 = 0;
 
 		if (c->db.ops->stalls)
-			c->db.ops->stalls(&c->db, &paced0, &stall0);
+			c->db.ops->stalls(&c->db, &paced0, &delayed0, &stall0);
 		run_writes(c, w, &r);
 		if (c->db.ops->stalls) {
-			c->db.ops->stalls(&c->db, &r.paced, &r.stall_us);
+			c->db.ops->stalls(&c->db, &r.paced, &r.delayed, &r.stall_us);
 			r.paced -= paced0;
+			r.delayed -= delayed0;
 			r.stall_us -= stall0;
 		}
 		break;
@@ -2712,7 +2717,7 @@ struct summary {
 	double max;                /* microseconds, the largest of any run */
 	double over_1ms, over_10ms;
 	double anon_kb, file_kb, settle_secs;
-	double paced, stall_us;    /* medians; 0 for engines that do not count them */
+	double paced, delayed, stall_us;  /* medians; 0 for engines that do not count them */
 	double pauses;             /* median of the runs' machine pauses over PAUSE_NS */
 	double pause_max_ns;       /* the longest pause of any run */
 	int settle_timeouts;       /* runs whose settle() ended at the timeout */
@@ -2721,7 +2726,7 @@ struct summary {
 enum metric {
 	M_OPS, M_MB, M_US, M_DISK, M_RSS, M_FOUND, M_N, M_COMPACT, M_LAT_N, M_P50, M_P99, M_P999,
 	M_MAX, M_OVER_1MS, M_OVER_10MS, M_ANON, M_FILE, M_SETTLE, M_SETTLE_TIMEOUT,
-	M_PACED, M_STALL, M_PAUSES, M_PAUSE_MAX, M_PAUSE_RT,
+	M_PACED, M_DELAYED, M_STALL, M_PAUSES, M_PAUSE_MAX, M_PAUSE_RT,
 };
 
 static double metric(const struct record *r, enum metric m)
@@ -2767,6 +2772,8 @@ static double metric(const struct record *r, enum metric m)
 		return r->settle_timed_out;
 	case M_PACED:
 		return r->paced;
+	case M_DELAYED:
+		return r->delayed;
 	case M_STALL:
 		return r->stall_us;
 	case M_PAUSES:
@@ -2848,6 +2855,7 @@ static void summarize(struct results *res, int vs, int engine, int w, struct sum
 	s->file_kb = median_of(res, vs, engine, w, M_FILE, &n);
 	s->settle_secs = median_of(res, vs, engine, w, M_SETTLE, &n);
 	s->paced = median_of(res, vs, engine, w, M_PACED, &n);
+	s->delayed = median_of(res, vs, engine, w, M_DELAYED, &n);
 	s->stall_us = median_of(res, vs, engine, w, M_STALL, &n);
 	s->pauses = median_of(res, vs, engine, w, M_PAUSES, &n);
 	s->pause_max_ns = max_of(res, vs, engine, w, M_PAUSE_MAX);
@@ -3054,9 +3062,10 @@ static void print_row(struct results *res, int vs, int engine, int w)
 		snprintf(notes + len, sizeof(notes) - len, "; compacted first in %.2f s",
 			 s.compact_secs);
 	len = strlen(notes);
-	if (s.paced > 0 || s.stall_us > 0)
-		snprintf(notes + len, sizeof(notes) - len, "%sstalled %.1f ms, %.0f writes paced",
-			 len ? "; " : "", s.stall_us / 1e3, s.paced);
+	if (s.paced > 0 || s.delayed > 0 || s.stall_us > 0)
+		snprintf(notes + len, sizeof(notes) - len,
+			 "%sstalled %.1f ms, %.0f writes paced, %.0f delayed",
+			 len ? "; " : "", s.stall_us / 1e3, s.paced, s.delayed);
 	len = strlen(notes);
 	if (s.pauses > 0)
 		snprintf(notes + len, sizeof(notes) - len, "%smachine paused %g times over "
@@ -3166,8 +3175,9 @@ static void print_value_size(const struct config *cfg, struct results *res, int 
 	       " count; anon, file: peak RssAnon and RssFile during the workload (sampled every\n"
 	       " 50 ms and at its end); RSS: the process's peak resident set up to the end of\n"
 	       " the workload; disk: the database directory's files after the workload;\n"
-	       " stalled, paced: smolfs's own count of the time writers waited in the engine\n"
-	       " and of the writes it paced to a flush, medians over the runs;\n"
+	       " stalled, paced, delayed: smolfs's own count of the time writers waited in the\n"
+	       " engine, of the writes it paced to a flush and of those it delayed for a\n"
+	       " crowded level 0, medians over the runs;\n"
 	       " settled: median wait for background work before the workload, shown from 1 s;\n"
 	       " machine paused: wakeups of a thread of the process, sleeping 2 ms at a time,\n"
 	       " that came over 10 ms late, median count over the runs, and the latest of any\n"
@@ -3468,7 +3478,8 @@ static void json_result(FILE *f, struct results *res, size_t vsize, int vs, int 
 			"\"max\": %.2f, \"over_1ms\": %.0f, \"over_10ms\": %.0f}", s.p50, s.p99,
 			s.p999, s.max, s.over_1ms, s.over_10ms);
 	if ((is_fill(w) || w == W_OVERWRITE) && engine == E_SMOLFS)
-		fprintf(f, ", \"paced_writes\": %.0f, \"stall_micros\": %.0f", s.paced, s.stall_us);
+		fprintf(f, ", \"paced_writes\": %.0f, \"delayed_writes\": %.0f, \"stall_micros\": %.0f",
+			s.paced, s.delayed, s.stall_us);
 	{
 		double rt[res->nruns];
 		int nrt = runs_of(res, vs, engine, w, M_PAUSE_RT, rt), all_rt = nrt > 0;

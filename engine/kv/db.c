@@ -37,6 +37,7 @@ void kv_options_init(struct kv_options *o)
 	o->l0_compaction_trigger = 4;
 	o->l0_slowdown_trigger = 8;
 	o->l0_stop_trigger = 12;
+	o->slowdown_rate = DELAY_DEFAULT_RATE;
 }
 
 void db_log(struct kv_db *db, enum kv_log_level level, const char *fmt, ...)
@@ -77,6 +78,10 @@ static void sanitize(struct kv_options *o)
 		o->l0_slowdown_trigger = o->l0_compaction_trigger;
 	if (o->l0_stop_trigger < o->l0_slowdown_trigger)
 		o->l0_stop_trigger = o->l0_slowdown_trigger;
+	if (o->slowdown_rate == 0)
+		o->slowdown_rate = DELAY_DEFAULT_RATE;
+	else if (o->slowdown_rate < DELAY_MIN_RATE)
+		o->slowdown_rate = DELAY_MIN_RATE;
 }
 
 /*
@@ -1129,13 +1134,6 @@ void *db_log_main(void *arg)
 }
 
 /*
- * Make sure every tree's active memtable has room, switching full ones (or,
- * with force, every non-empty one) to immutable behind a new log.  Slows each
- * write by 1 ms when a level 0 is crowded, and waits while a full tree's
- * previous memtable is still being flushed or its level 0 is full, so memory
- * and level 0 stay bounded.  REQUIRES mu held; the caller leads the writers.
- */
-/*
  * Pacing the writers to the flush.  A memtable that fills while the one
  * before it is still being flushed would make the writer that fills it
  * wait for the whole rest of that flush (127 ms with 64 MiB memtables of
@@ -1196,6 +1194,47 @@ static void pace_writes(struct kv_db *db)
 	}
 }
 
+uint64_t db_delay_step(struct write_delay *d, uint64_t base_rate, int l0, int trigger,
+		       uint64_t now)
+{
+	uint64_t rate = base_rate, wait;
+
+	if (l0 < trigger) {
+		d->rate = 0;
+		return 0;
+	}
+	for (int i = trigger; i < l0 && rate > DELAY_MIN_RATE; i++)
+		rate = rate / 4 * 3;
+	if (rate < DELAY_MIN_RATE)
+		rate = DELAY_MIN_RATE;
+	if (!d->rate || d->until < now)
+		d->until = now;    /* no credit for the time nobody wrote */
+	else if (d->until - now > DELAY_HORIZON_US)
+		d->until = now + DELAY_HORIZON_US;
+	d->rate = rate;
+	wait = d->until - now;
+	if (wait < DELAY_QUANTUM_US)
+		return 0;
+	return wait < DELAY_MAX_US ? wait : DELAY_MAX_US;
+}
+
+void db_delay_charge(struct write_delay *d, uint64_t bytes, uint64_t now)
+{
+	if (!d->rate)
+		return;
+	if (d->until < now)
+		d->until = now;
+	d->until += bytes * 1000000u / d->rate;
+}
+
+/*
+ * Make sure every tree's active memtable has room, switching full ones (or,
+ * with force, every non-empty one) to immutable behind a new log.  Paces
+ * writes to a flush that is behind, delays them while a level 0 is crowded
+ * (struct write_delay in db.h), and waits while a full tree's previous
+ * memtable is still being flushed or its level 0 is full, so memory and
+ * level 0 stay bounded.  REQUIRES mu held; the caller leads the writers.
+ */
 static int make_room(struct kv_db *db, int force)
 {
 	int delayed = 0, paced = 0;
@@ -1226,13 +1265,21 @@ static int make_room(struct kv_db *db, int force)
 			paced = 1;
 			continue;
 		}
-		if (!delayed && !force && l0 >= db->opt.l0_slowdown_trigger) {
-			pthread_mutex_unlock(&db->mu);
-			usleep(1000);
-			db_count(&db->stats.stall_micros, 1000);
-			pthread_mutex_lock(&db->mu);
-			delayed = 1;
-			continue;
+		/* a step at a time, level 0 looked at again after each */
+		if (!force && (l0 >= db->opt.l0_slowdown_trigger || db->delay.rate)) {
+			uint64_t wait = db_delay_step(&db->delay, db->opt.slowdown_rate, l0,
+						      db->opt.l0_slowdown_trigger, now_micros());
+			if (wait) {
+				t0 = now_micros();
+				pthread_mutex_unlock(&db->mu);
+				usleep((useconds_t)wait);
+				pthread_mutex_lock(&db->mu);
+				db_count(&db->stats.stall_micros, now_micros() - t0);
+				if (!delayed)
+					db_count(&db->stats.delayed_writes, 1);
+				delayed = 1;
+				continue;
+			}
 		}
 		if (waiting) {
 			t0 = now_micros();
@@ -1588,6 +1635,8 @@ int kv_write(struct kv_db *db, const struct kv_batch *b, unsigned flags)
 		pthread_mutex_lock(&db->mu);
 		if (r == 0) {
 			__atomic_store_n(&db->last_seq, seq, __ATOMIC_RELEASE);
+			if (db->delay.rate)
+				db_delay_charge(&db->delay, bytes, now_micros());
 		} else if (nrecs) {
 			/*
 			 * The log may hold part or all of this group: the next write
@@ -2109,7 +2158,8 @@ char *kv_property(struct kv_db *db, const char *name)
 			     "last sequence %llu\nwal bytes %llu\nflushes %llu (%llu bytes)\n"
 			     "compactions %llu (read %llu, wrote %llu bytes)\n"
 			     "sst bytes read %llu\nblock cache hit rate %.1f%% of %llu\n"
-			     "bloom filter skips %llu\nwrite stalls %llu us (%llu writes paced)\n",
+			     "bloom filter skips %llu\nwrite stalls %llu us (%llu writes paced, "
+			     "%llu delayed)\n",
 			     (unsigned long long)db_last_seq(db),
 			     (unsigned long long)st.bytes_written_wal,
 			     (unsigned long long)st.flushes, (unsigned long long)st.bytes_flushed,
@@ -2120,7 +2170,8 @@ char *kv_property(struct kv_db *db, const char *name)
 			     lookups ? 100.0 * (double)st.block_cache_hits / (double)lookups : 0.0,
 			     (unsigned long long)lookups, (unsigned long long)st.bloom_useful,
 			     (unsigned long long)st.stall_micros,
-			     (unsigned long long)st.paced_writes);
+			     (unsigned long long)st.paced_writes,
+			     (unsigned long long)st.delayed_writes);
 		buf_append(&out, line, (size_t)n);
 		n = memtables_line(db, line, sizeof(line));
 		buf_append(&out, line, (size_t)n);

@@ -95,6 +95,43 @@ struct manual_compaction {
 	int status;
 };
 
+/*
+ * The level-0 slowdown.  While a tree's level 0 holds l0_slowdown_trigger
+ * tables or more, writes are let in at kv_options.slowdown_rate bytes a
+ * second, 3/4 of that for each table more, until compaction brings level 0
+ * back under the trigger.  Each write group is charged its bytes after its
+ * append (db_delay_charge).  The next group's leader sleeps only once the
+ * charges have run DELAY_QUANTUM_US or more ahead of the clock, and then
+ * until they are less than that ahead, DELAY_MAX_US at a time, looking at
+ * level 0 again after each step (db_delay_step, make_room).  So with small
+ * writes the delay is spread over them in sleeps of about half a
+ * millisecond, where a fixed 1 ms sleep per group made every write a slow
+ * one while it lasted (and let a single writer of 1 KiB values in at under
+ * 1 MB/s).  A large group waits for its own bytes: 64 KiB owes 4 ms at
+ * 16 MiB/s.  Debt beyond DELAY_HORIZON_US is forgiven (a batch of 4 MiB
+ * would owe 250 ms).
+ */
+#define DELAY_QUANTUM_US 500
+#define DELAY_MAX_US 1000
+#define DELAY_HORIZON_US 100000
+#define DELAY_DEFAULT_RATE (16u << 20)  /* kv_options.slowdown_rate */
+#define DELAY_MIN_RATE 1024     /* bytes a second: the rate never falls below this */
+
+struct write_delay {
+	uint64_t rate;                 /* bytes a second let in now; 0: writes are not delayed */
+	uint64_t until;                /* now_micros() time when the charges so far are paid */
+};
+
+/*
+ * At time now, with level 0 holding l0 tables: the micros the leading
+ * writer is to sleep before its group (0: none).  Sets d->rate (0 below the
+ * trigger, which ends the slowdown).
+ */
+uint64_t db_delay_step(struct write_delay *d, uint64_t base_rate, int l0, int trigger,
+		       uint64_t now);
+/* Charge a group of bytes appended at time now (nothing while d->rate is 0). */
+void db_delay_charge(struct write_delay *d, uint64_t bytes, uint64_t now);
+
 struct kv_db {
 	char *dir;
 	struct kv_options opt;
@@ -178,6 +215,7 @@ struct kv_db {
 	int recovery_full;             /* recovery could not flush for lack of space: the
 					  replayed writes stay in memory (recover) */
 	int compacting;                /* the compaction thread is working */
+	struct write_delay delay;      /* the level-0 slowdown (make_room) */
 	int flush_requested;
 	struct manual_compaction *manual;
 	uint64_t *pending_outputs;     /* file numbers being written (not yet live) */
