@@ -54,10 +54,14 @@ enum kv_log_level { KV_LOG_ERROR = 0, KV_LOG_WARN = 1, KV_LOG_INFO = 2, KV_LOG_D
  * Compaction filter: called during compaction for the newest live version of
  * each key that no snapshot can still see in an older form.  Return 1 to
  * drop the entry (it disappears as if deleted), 0 to keep it.  start() is
- * called once per compaction and its result is passed to filter() and
- * finish(), so a filter may keep state across consecutive keys (which arrive
- * in key order).  Called from the compaction thread, never concurrently with
- * itself for the same compaction.
+ * called once per compaction, or once per key range of a compaction cut
+ * into ranges (kv_options.max_subcompactions), and its result is passed to
+ * filter() and finish(), so a filter may keep state across consecutive keys
+ * (which arrive in key order).  A state sees the keys of one range alone
+ * and is never used by two threads at once; but the ranges of a compaction
+ * are merged at the same time by threads of their own, so start(),
+ * filter() and finish() must be safe to call from several threads at once
+ * (with the same arg, and different states).
  */
 struct kv_compaction_filter {
 	void *(*start)(void *arg);
@@ -105,6 +109,9 @@ struct kv_options {
 	int l0_slowdown_trigger;       /* level-0 files from which writes are let in at
 					  slowdown_rate; default 8 */
 	int l0_stop_trigger;           /* level-0 files at which writes wait for compaction; default 12 */
+	int max_subcompactions;        /* key ranges a large compaction is cut into, each merged
+					  by a thread of its own (smolfs(5), "compaction");
+					  default 0: the number of cores, at most 4; 1: none */
 	uint64_t slowdown_rate;        /* bytes a second of writes let in while level 0 holds
 					  l0_slowdown_trigger files, 3/4 of it for each file more
 					  (smolfs(5), "write pacing"); default 16 MiB, also for 0;
@@ -309,6 +316,7 @@ struct kv_stats {
 	uint64_t stall_micros;          /* time writers waited for flush or compaction */
 	uint64_t paced_writes;          /* writes that waited for a flush to catch up (at most
 					   2 ms each: see smolfs(5), "write pacing") */
+	uint64_t subcompactions;        /* key ranges merged by compactions that were cut */
 	uint64_t delayed_writes;        /* writes that slept for the level-0 slowdown (a group
 					   committed together counts once: the same section) */
 	uint64_t disk_bytes;            /* live SSTables + log, now */

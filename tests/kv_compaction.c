@@ -696,6 +696,7 @@ static void test_automatic(void)
 	o.write_buffer_size = 64 * 1024;
 	o.target_file_size = 64 * 1024;
 	o.max_bytes_level_base = 256 * 1024;
+	o.max_subcompactions = 3;      /* cut into ranges on any machine */
 	o.l0_compaction_trigger = 2;
 	o.l0_slowdown_trigger = 4;
 	o.l0_stop_trigger = 6;
@@ -734,9 +735,10 @@ static void test_automatic(void)
 	for (int l = 1; l < 8; l++)
 		if (st.files_per_level[l])
 			deepest = l;
-	diag("%llu flushes, %llu compactions, %llu us of stalls; files per level %d %d %d %d; "
-	     "%d samples, level 0 reached %d files",
+	diag("%llu flushes, %llu compactions (%llu ranges of cut ones), %llu us of stalls; "
+	     "files per level %d %d %d %d; %d samples, level 0 reached %d files",
 	     (unsigned long long)st.flushes, (unsigned long long)st.compactions,
+	     (unsigned long long)st.subcompactions,
 	     (unsigned long long)st.stall_micros, st.files_per_level[0], st.files_per_level[1],
 	     st.files_per_level[2], st.files_per_level[3], mon.samples, mon.max_l0);
 	ok(st.compactions > 0 && deepest >= 2,
@@ -872,6 +874,7 @@ static void test_tombstone_across_tables(void)
 	kv_options_init(&o);
 	o.write_buffer_size = 1024 * 1024;
 	o.target_file_size = 4096;     /* the smallest: many output tables */
+	o.max_subcompactions = 3;      /* cut into ranges on any machine: tombstone pieces at cuts */
 	o.block_size = 1024;
 	r = kv_open(dir, &o, &db);
 	is_int(r, 0, "across: open");
@@ -1046,6 +1049,7 @@ static void test_filter(void)
 
 	kv_options_init(&o);
 	o.compaction_filter = &cf;
+	o.max_subcompactions = 1;             /* one session per compaction (see test_subcompactions) */
 	o.write_buffer_size = (size_t)n * 400;  /* the data stays in one memtable until compacted */
 	o.compression_level = 0;
 	/*
@@ -1128,7 +1132,7 @@ static void test_filter(void)
 	ok(wait_idle(db), "filter: background work settles");
 	ok(fs.starts > 0, "filter: start was called (%d times)", fs.starts);
 	is_int(fs.finishes, fs.starts, "filter: finish is called once for every start");
-	is_int(fs.max_open, 1, "filter: sessions never overlap");
+	is_int(fs.max_open, 1, "filter: sessions never overlap when compactions are not cut");
 	is_int(fs.bad_state, 0, "filter: filter and finish get the state start returned");
 	is_int(fs.out_of_order, 0, "filter: within a session keys arrive in increasing order");
 	is_int(fs.not_newest, 0,
@@ -1146,6 +1150,109 @@ static void test_filter(void)
 out:
 	free(want);
 	free(at_s);
+	free(dir);
+}
+
+
+/*
+ * Compactions cut into key ranges merged at the same time (subcompactions):
+ * versions, deletion markers, range tombstones across the cuts and the
+ * filter all come out as from one merge; levels stay disjoint; each range
+ * has its own filter session, in key order.
+ */
+static void test_subcompactions(void)
+{
+	enum { VLEN = 200 };
+	struct kv_compaction_filter cf = { f_start, f_filter, f_finish, NULL };
+	struct kv_options o;
+	struct kv_stats st;
+	struct kv_db *db;
+	char *dir = dbpath("subcompactions"), why[300] = "";
+	long n = scaled(6000, 2000);
+	long *want = xcalloc((size_t)n, sizeof(long));
+	int r, errors = 0, l0 = 0, starts0, finishes0;
+
+	kv_options_init(&o);
+	o.compaction_filter = &cf;
+	o.compression_level = 0;
+	o.write_buffer_size = 256u << 10;
+	o.target_file_size = 16u << 10;
+	o.max_bytes_level_base = 256u << 10;
+	o.max_subcompactions = 3;
+	r = kv_open(dir, &o, &db);
+	is_int(r, 0, "subcompactions: open");
+	if (r < 0)
+		goto out;
+	pthread_mutex_lock(&fs.mu);
+	starts0 = fs.starts;
+	finishes0 = fs.finishes;
+	fs.max_open = 0;
+	fs.out_of_order = fs.bad_state = fs.not_newest = 0;
+	fs.want = want;
+	fs.vlen = VLEN;
+	pthread_mutex_unlock(&fs.mu);
+
+	/* version 2 of every key, compacted down */
+	for (long i = 0; i < n; i++)
+		want[i] = 2;
+	errors += write_keys(db, 's', 0, n, 1, want, VLEN);
+	is_int(kv_compact_range(db, NULL, 0, NULL, 0), 0, "subcompactions: compact %ld keys", n);
+
+	/*
+	 * Newer versions, point deletes, a wide range tombstone, odd versions
+	 * the filter drops.  Here the filter may see older versions: a
+	 * compaction of deeper levels does not have the newer ones above it
+	 * (test_filter keeps everything in one compaction to check that).
+	 */
+	pthread_mutex_lock(&fs.mu);
+	fs.want = NULL;
+	pthread_mutex_unlock(&fs.mu);
+	for (long i = 0; i < n; i += 3)
+		want[i] = 4;
+	errors += write_keys(db, 's', 0, n, 3, want, VLEN);
+	for (long i = 0; i < n; i += 5)
+		want[i] = 0;
+	errors += write_keys(db, 's', 0, n, 5, want, VLEN);
+	errors += delete_range(db, 's', n / 4, n / 2) != 0;
+	for (long i = n / 4; i < n / 2; i++)
+		want[i] = 0;
+	for (long i = 1; i < n; i += 7)
+		want[i] = i % 2 ? 3 : 6;
+	errors += write_keys(db, 's', 1, n, 7, want, VLEN);
+	is_int(kv_compact_range(db, NULL, 0, NULL, 0), 0, "subcompactions: compact again");
+	ok(wait_idle(db), "subcompactions: background work settles");
+	kv_get_stats(db, &st);
+	ok(st.subcompactions >= 2, "subcompactions: compactions were cut (%llu ranges merged "
+	   "in %llu compactions)", (unsigned long long)st.subcompactions,
+	   (unsigned long long)st.compactions);
+	filter_expect(want, n);
+	is_int(bad_gets(db, NULL, 's', n, want, VLEN), 0,
+	       "subcompactions: every key reads its newest version, or nothing");
+	is_int(bad_scan(db, NULL, 's', n, want, VLEN), 0, "subcompactions: a scan agrees");
+	is_int(level_violations(db, &l0, why, sizeof(why)), 0,
+	       "subcompactions: levels >= 1 are sorted and disjoint");
+	if (why[0])
+		diag("%s", why);
+	pthread_mutex_lock(&fs.mu);
+	diag("%d filter sessions, at most %d at once", fs.starts - starts0, fs.max_open);
+	ok(fs.max_open <= o.max_subcompactions && fs.starts - starts0 == fs.finishes - finishes0,
+	   "subcompactions: filter sessions: at most %d at once, each finished",
+	   o.max_subcompactions);
+	is_int(fs.bad_state + fs.out_of_order, 0,
+	       "subcompactions: each session has its own state, and its keys in order");
+	fs.want = NULL;
+	pthread_mutex_unlock(&fs.mu);
+	is_int(errors, 0, "subcompactions: every write succeeded");
+	kv_close(db);
+	r = kv_open(dir, &o, &db);
+	is_int(r, 0, "subcompactions: reopen");
+	if (r == 0) {
+		is_int(bad_scan(db, NULL, 's', n, want, VLEN), 0,
+		       "subcompactions: after reopen a scan agrees");
+		kv_close(db);
+	}
+out:
+	free(want);
 	free(dir);
 }
 
@@ -1462,7 +1569,7 @@ int main(void)
 {
 	uint64_t t0 = now_micros();
 
-	plan(154);
+	plan(167);
 	make_tmpdir("kv_compaction");
 	diag("directory %s, scale %.3g", tmpdir, test_scale());
 	test_overwrites();
@@ -1474,6 +1581,8 @@ int main(void)
 	test_tombstone_across_tables();
 	diag("%.1f s", (double)(now_micros() - t0) / 1e6);
 	test_filter();
+	diag("%.1f s", (double)(now_micros() - t0) / 1e6);
+	test_subcompactions();
 	diag("%.1f s", (double)(now_micros() - t0) / 1e6);
 	test_raw_bytes_property();
 	test_trivial_moves();

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void db_pending_add(struct kv_db *db, uint64_t number)
 {
@@ -726,21 +727,28 @@ static int close_output(struct compact_state *cs, const struct slice *hi, int ok
 	return r;
 }
 
-/* Gather every input's tombstones (all sequences) into one fragmented set. */
-static struct rdel_set *input_tombstones(struct kv_db *db, struct compaction *c)
+/*
+ * Gather every input's tombstones (all sequences) into one fragmented set,
+ * in *out; or the error of an input that could not be opened (a compaction
+ * without its tombstones would bring back what they deleted).
+ */
+static int input_tombstones(struct kv_db *db, struct compaction *c, struct rdel_set **out)
 {
 	struct cache_handle **pins = NULL;
 	size_t npins = 0, n = 0, cap = 0;
 	struct rtomb *t = NULL;
-	struct rdel_set *s;
+	int r = 0;
 
-	for (int w = 0; w < 2; w++) {
-		for (size_t i = 0; i < c->nin[w]; i++) {
+	*out = NULL;
+	for (int w = 0; w < 2 && r == 0; w++) {
+		for (size_t i = 0; i < c->nin[w] && r == 0; i++) {
 			struct file_meta *f = c->in[w][i];
 			struct cache_handle *h;
 			struct sst *tb;
-			if (!f->range_dels || tcache_get(db->tc, f, &tb, &h) < 0)
-				continue;  /* an unreadable input fails in its iterator */
+			if (!f->range_dels)
+				continue;
+			if ((r = tcache_get(db->tc, f, &tb, &h)) < 0)
+				break;
 			pins = xrealloc(pins, (npins + 1) * sizeof(*pins));
 			pins[npins++] = h;
 			const struct rdel_set *fs = sst_range_dels(tb);
@@ -760,12 +768,220 @@ static struct rdel_set *input_tombstones(struct kv_db *db, struct compaction *c)
 		}
 	}
 	/* the set copies the keys; the tables may close after this */
-	s = rdel_set_build(t, n, SEQ_MAX, 0);
+	if (r == 0)
+		*out = rdel_set_build(t, n, SEQ_MAX, 0);
 	for (size_t i = 0; i < npins; i++)
 		tcache_release(db->tc, pins[i]);
 	free(pins);
 	free(t);
-	return s;
+	return r;
+}
+
+/*
+ * Subcompactions.  A large compaction is cut into key ranges, each merged
+ * by its own thread into its own output tables, and the outputs are
+ * recorded in one manifest edit: on a machine of several cores a merge,
+ * which is decompression, comparisons and compression, goes that many
+ * times faster.  The cuts are at the first keys of the tables of the
+ * sorted level among the inputs (the output level's, or the input level's
+ * when it is not 0), chosen so that each range holds about as many of
+ * their bytes; level-0 inputs overlap one another and give no cuts, so a
+ * compaction from level 0 is not cut unless two tables of level 1 or more
+ * are among its inputs.  A range is
+ * like the cut between two output files: a key's versions never straddle
+ * it, and range tombstones are cut at it.  Each range starts its own
+ * state of the compaction filter, which then sees the keys of its range
+ * alone, in order.
+ */
+#define SUBCOMPACT_MIN_FILES 8     /* inputs of fewer times target_file_size are not cut */
+#define SUBCOMPACT_DEFAULT_MAX 4
+
+struct subcompaction {
+	struct compact_state cs;       /* its outputs, recorded in its own edit */
+	struct buf lo, hi;             /* its user keys: [lo, hi); unbounded without has_ */
+	int has_lo, has_hi;
+	int r;
+	char *msg;                     /* a thread's error message (messages are per thread) */
+	pthread_t thread;
+	int started;
+};
+
+/*
+ * How many ranges compaction c is cut into, the first keys of all but the
+ * first written to cuts (user keys, increasing).  1: not cut.
+ */
+static size_t plan_cuts(struct kv_db *db, const struct compaction *c, struct buf *cuts,
+			size_t max)
+{
+	int w = c->nin[1] >= 2 ? 1 : c->level > 0 ? 0 : -1;
+	struct file_meta **fs;
+	uint64_t total = 0, in_bytes = 0, sum = 0;
+	size_t n, k = 1;
+
+	if (w < 0 || max < 2)
+		return 1;
+	fs = c->in[w];
+	n = c->nin[w];
+	for (int x = 0; x < 2; x++)
+		for (size_t i = 0; i < c->nin[x]; i++)
+			in_bytes += c->in[x][i]->size;
+	if (n < 2 || in_bytes < (uint64_t)SUBCOMPACT_MIN_FILES * db->opt.target_file_size)
+		return 1;
+	for (size_t i = 0; i < n; i++)
+		total += fs[i]->size;
+	if (max > n)
+		max = n;
+	for (size_t i = 0; i + 1 < n && k < max; i++) {
+		sum += fs[i]->size;
+		if (sum * max >= total * k) {
+			struct slice key = fm_smallest_user(fs[i + 1]);
+			if (k > 1 && slice_cmp(key, buf_slice(&cuts[k - 2])) <= 0)
+				continue;
+			buf_set(&cuts[k - 1], key.data, key.len);
+			k++;
+		}
+	}
+	return k;
+}
+
+/* Merge the inputs of s's range into its outputs.  Runs without db->mu. */
+static int merge_range(struct subcompaction *s)
+{
+	struct compact_state *cs = &s->cs;
+	struct kv_db *db = cs->db;
+	struct compaction *c = cs->c;
+	struct kv_compaction_filter *filter = c->tree->filter;
+	struct slice lo = buf_slice(&s->lo), hi = buf_slice(&s->hi);
+	struct iter **children, *merged;
+	size_t nchildren = 0;
+	struct base_check bc;
+	struct buf cur_key = BUF_INIT, last_added = BUF_INIT, seek = BUF_INIT;
+	int have_key = 0, r = 0;
+	uint64_t last_seq_for_key = SEQ_MAX;
+	void *filter_state = NULL;
+
+	memset(&bc, 0, sizeof(bc));
+	bc.v = c->v;
+	bc.from_level = c->out_level + 1;
+	children = xmalloc((c->nin[0] + c->nin[1] + 1) * sizeof(*children));
+	for (int w = 0; w < 2; w++) {
+		for (size_t i = 0; i < c->nin[w]; i++) {
+			struct file_meta *f = c->in[w][i];
+			if ((s->has_lo && slice_cmp(fm_largest_user(f), lo) < 0) ||
+			    (s->has_hi && slice_cmp(fm_smallest_user(f), hi) >= 0))
+				continue;   /* none of its keys in the range */
+			children[nchildren++] = tcache_iter(db->tc, f, 0);
+		}
+	}
+	merged = merge_iter_new(children, nchildren, ikey_cmp_fn);
+	free(children);
+	if (filter && filter->start)
+		filter_state = filter->start(filter->arg);
+
+	if (s->has_lo) {
+		ikey_append(&seek, lo, SEQ_MAX, KT_SEEK);
+		iter_seek(merged, buf_slice(&seek));
+	} else {
+		iter_seek_first(merged);
+	}
+	for (; iter_valid(merged); iter_next(merged)) {
+		struct slice ik = iter_key(merged), uk;
+		uint64_t seq;
+		int type, drop = 0;
+
+		if (__atomic_load_n(&db->shutting_down, __ATOMIC_RELAXED)) {
+			r = -ECANCELED;
+			break;
+		}
+		if (!ikey_valid(ik)) {
+			r = ERR_CORRUPT("%s: invalid internal key in a compaction input", db->dir);
+			break;
+		}
+		uk = ikey_user(ik);
+		if (s->has_hi && slice_cmp(uk, hi) >= 0)
+			break;
+		seq = ikey_seq(ik);
+		type = ikey_type(ik);
+		if (!have_key || !slice_eq(uk, buf_slice(&cur_key))) {
+			buf_set(&cur_key, uk.data, uk.len);
+			have_key = 1;
+			last_seq_for_key = SEQ_MAX;
+		}
+		if (last_seq_for_key <= cs->oldest)
+			drop = 1;
+		else if (rdel_set_covering(cs->tombs, uk, cs->oldest) > seq)
+			drop = 1;
+		else if (type == KT_DELETE && seq <= cs->oldest && !deeper_has(&bc, uk, uk))
+			drop = 1;
+		last_seq_for_key = seq;
+
+		struct slice value = iter_value(merged);
+		struct buf del = BUF_INIT;
+		if (!drop && type == KT_PUT && filter && seq <= cs->oldest &&
+		    filter->filter(filter_state, uk.data, uk.len, value.data, value.len)) {
+			if (!deeper_has(&bc, uk, uk)) {
+				drop = 1;
+			} else {
+				ikey_append(&del, uk, seq, KT_DELETE);
+				ik = buf_slice(&del);
+				value = slice_make(NULL, 0);
+			}
+		}
+		if (!drop) {
+			if (cs->open && sst_builder_file_size(cs->cur.b) >= db->opt.target_file_size) {
+				/* cut between user keys only: a key's versions stay in one file */
+				if (!slice_eq(uk, buf_slice(&last_added)))
+					r = close_output(cs, &uk, 1);
+			}
+			/* the range's first file takes its tombstones from the range's start */
+			if (r == 0 && !cs->open)
+				r = cs->noutputs ? open_output(cs, uk, 1) : open_output(cs, lo, s->has_lo);
+			if (r == 0)
+				r = sst_builder_add(cs->cur.b, ik, value);
+			buf_set(&last_added, uk.data, uk.len);
+		}
+		buf_free(&del);
+		if (r < 0)
+			break;
+	}
+	if (r == 0)
+		r = iter_status(merged);
+	if (r == 0 && !cs->open && rdel_set_count(cs->tombs) > 0)
+		r = open_output(cs, lo, s->has_lo);   /* an output empty of tombstones is removed */
+	if (cs->open)
+		r = close_output(cs, s->has_hi ? &hi : NULL, r == 0) ?: r;
+	iter_destroy(merged);
+	if (filter && filter->finish)
+		filter->finish(filter_state);
+	buf_free(&cur_key);
+	buf_free(&last_added);
+	buf_free(&seek);
+	return r;
+}
+
+static void *subcompaction_main(void *arg)
+{
+	struct subcompaction *s = arg;
+
+	/* the compaction thread's name: env_fault_hold_in holds both alike */
+	pthread_setname_np(pthread_self(), DB_THREAD_COMPACT);
+	s->r = merge_range(s);
+	if (s->r < 0)
+		s->msg = xstrdup(kv_strerror(s->r));
+	return NULL;
+}
+
+/* How many ranges a compaction may be cut into: the option, else the cores, at most 4. */
+static size_t max_subcompactions(struct kv_db *db)
+{
+	long n = db->opt.max_subcompactions;
+
+	if (n <= 0) {
+		n = sysconf(_SC_NPROCESSORS_ONLN);
+		if (n > SUBCOMPACT_DEFAULT_MAX)
+			n = SUBCOMPACT_DEFAULT_MAX;
+	}
+	return n < 1 ? 1 : (size_t)n;
 }
 
 /*
@@ -774,14 +990,12 @@ static struct rdel_set *input_tombstones(struct kv_db *db, struct compaction *c)
 static int run_compaction(struct kv_db *db, struct compaction *c)
 {
 	struct compact_state cs;
-	struct iter **children, *merged;
-	size_t nchildren = 0;
-	struct base_check bc;
-	struct buf cur_key = BUF_INIT, last_added = BUF_INIT;
-	int have_key = 0, r = 0;
-	uint64_t last_seq_for_key = SEQ_MAX, bytes_read = 0;
-	void *filter_state = NULL;
-	struct kv_compaction_filter *filter = c->tree->filter;
+	struct subcompaction *subs;
+	struct buf *cuts;
+	struct rdel_set *tombs;
+	size_t nsubs, max;
+	int r = 0;
+	uint64_t bytes_read = 0;
 
 	/* what a failure's retry compares with (db_set_bg_error); a system call, so without mu */
 	pthread_mutex_unlock(&db->mu);
@@ -796,9 +1010,6 @@ static int run_compaction(struct kv_db *db, struct compaction *c)
 	edit_init(&cs.edit);
 	cs.edit.tree = c->tree->id;
 	cs.oldest = db_oldest_snapshot(db);
-	memset(&bc, 0, sizeof(bc));
-	bc.v = c->v;
-	bc.from_level = c->out_level + 1;
 
 	if (moves_trivially(db, c)) {
 		for (size_t i = 0; i < c->nin[0]; i++) {
@@ -814,90 +1025,66 @@ static int run_compaction(struct kv_db *db, struct compaction *c)
 		edit_free(&cs.edit);
 		return r;
 	}
-
+	max = max_subcompactions(db);
 	pthread_mutex_unlock(&db->mu);
-	children = xmalloc((c->nin[0] + c->nin[1] + 1) * sizeof(*children));
-	for (int w = 0; w < 2; w++) {
-		for (size_t i = 0; i < c->nin[w]; i++) {
-			children[nchildren++] = tcache_iter(db->tc, c->in[w][i], 0);
+
+	for (int w = 0; w < 2; w++)
+		for (size_t i = 0; i < c->nin[w]; i++)
 			bytes_read += c->in[w][i]->size;
+	cuts = xcalloc(max, sizeof(*cuts));
+	r = input_tombstones(db, c, &tombs);
+	nsubs = r == 0 ? plan_cuts(db, c, cuts, max) : 0;
+	subs = xcalloc(nsubs, sizeof(*subs));
+	for (size_t i = 0; i < nsubs; i++) {
+		struct subcompaction *s = &subs[i];
+		s->cs = cs;
+		edit_init(&s->cs.edit);
+		s->cs.tombs = tombs;
+		if (i > 0) {
+			buf_set(&s->lo, cuts[i - 1].data, cuts[i - 1].len);
+			s->has_lo = 1;
+		}
+		if (i + 1 < nsubs) {
+			buf_set(&s->hi, cuts[i].data, cuts[i].len);
+			s->has_hi = 1;
 		}
 	}
-	merged = merge_iter_new(children, nchildren, ikey_cmp_fn);
-	free(children);
-	cs.tombs = input_tombstones(db, c);
-	if (filter && filter->start)
-		filter_state = filter->start(filter->arg);
-
-	for (iter_seek_first(merged); iter_valid(merged); iter_next(merged)) {
-		struct slice ik = iter_key(merged), uk;
-		uint64_t seq;
-		int type, drop = 0;
-
-		if (__atomic_load_n(&db->shutting_down, __ATOMIC_RELAXED)) {
-			r = -ECANCELED;
-			break;
-		}
-		if (!ikey_valid(ik)) {
-			r = ERR_CORRUPT("%s: invalid internal key in a compaction input", db->dir);
-			break;
-		}
-		uk = ikey_user(ik);
-		seq = ikey_seq(ik);
-		type = ikey_type(ik);
-		if (!have_key || !slice_eq(uk, buf_slice(&cur_key))) {
-			buf_set(&cur_key, uk.data, uk.len);
-			have_key = 1;
-			last_seq_for_key = SEQ_MAX;
-		}
-		if (last_seq_for_key <= cs.oldest)
-			drop = 1;
-		else if (rdel_set_covering(cs.tombs, uk, cs.oldest) > seq)
-			drop = 1;
-		else if (type == KT_DELETE && seq <= cs.oldest && !deeper_has(&bc, uk, uk))
-			drop = 1;
-		last_seq_for_key = seq;
-
-		struct slice value = iter_value(merged);
-		struct buf del = BUF_INIT;
-		if (!drop && type == KT_PUT && filter && seq <= cs.oldest &&
-		    filter->filter(filter_state, uk.data, uk.len, value.data, value.len)) {
-			if (!deeper_has(&bc, uk, uk)) {
-				drop = 1;
-			} else {
-				ikey_append(&del, uk, seq, KT_DELETE);
-				ik = buf_slice(&del);
-				value = slice_make(NULL, 0);
-			}
-		}
-		if (!drop) {
-			if (cs.open && sst_builder_file_size(cs.cur.b) >= db->opt.target_file_size) {
-				/* cut between user keys only: a key's versions stay in one file */
-				if (!slice_eq(uk, buf_slice(&last_added)))
-					r = close_output(&cs, &uk, 1);
-			}
-			if (r == 0 && !cs.open)
-				r = open_output(&cs, uk, cs.noutputs > 0);
-			if (r == 0)
-				r = sst_builder_add(cs.cur.b, ik, value);
-			buf_set(&last_added, uk.data, uk.len);
-		}
-		buf_free(&del);
-		if (r < 0)
-			break;
+	/* the first range in this thread, the others in threads of their own */
+	for (size_t i = 1; i < nsubs; i++)
+		subs[i].started = pthread_create(&subs[i].thread, NULL, subcompaction_main,
+						 &subs[i]) == 0;
+	if (nsubs)
+		subs[0].r = merge_range(&subs[0]);
+	for (size_t i = 1; i < nsubs; i++) {
+		if (subs[i].started)
+			pthread_join(subs[i].thread, NULL);
+		else
+			subs[i].r = merge_range(&subs[i]);   /* no thread to be had: here, after */
 	}
-	if (r == 0)
-		r = iter_status(merged);
-	if (r == 0 && !cs.open && rdel_set_count(cs.tombs) > 0)
-		r = open_output(&cs, slice_make(NULL, 0), 0);
-	if (cs.open)
-		r = close_output(&cs, NULL, r == 0) ?: r;
-	iter_destroy(merged);
-	if (filter && filter->finish)
-		filter->finish(filter_state);
-	rdel_set_free(cs.tombs);
-	buf_free(&cur_key);
-	buf_free(&last_added);
+	for (size_t i = 0; i < nsubs; i++) {
+		struct subcompaction *s = &subs[i];
+		if (r == 0 && s->r < 0)
+			r = s->msg ? ERR_SET(s->r, "%s", s->msg) : s->r;
+		free(s->msg);
+		edit_move_adds(&cs.edit, &s->cs.edit);
+		edit_free(&s->cs.edit);
+		cs.outputs = xrealloc(cs.outputs, (cs.noutputs + s->cs.noutputs + 1) *
+				      sizeof(uint64_t));
+		if (s->cs.noutputs)
+			memcpy(cs.outputs + cs.noutputs, s->cs.outputs,
+			       s->cs.noutputs * sizeof(uint64_t));
+		cs.noutputs += s->cs.noutputs;
+		cs.bytes_written += s->cs.bytes_written;
+		free(s->cs.outputs);
+		buf_free(&s->cs.cur.lo);
+		buf_free(&s->lo);
+		buf_free(&s->hi);
+	}
+	free(subs);
+	for (size_t i = 0; i < max; i++)
+		buf_free(&cuts[i]);
+	free(cuts);
+	rdel_set_free(tombs);
 	if (r == 0 && cs.noutputs)
 		r = env_sync_dir(db->env, db->dir);  /* the outputs' names are durable first */
 
@@ -918,6 +1105,8 @@ static int run_compaction(struct kv_db *db, struct compaction *c)
 	for (size_t i = 0; i < cs.noutputs; i++)
 		db_pending_remove(db, cs.outputs[i]);
 	if (r == 0) {
+		if (nsubs > 1)
+			db_count(&db->stats.subcompactions, nsubs);
 		db_count(&db->stats.compactions, 1);
 		db_count(&db->stats.bytes_compacted_read, bytes_read);
 		db_count(&db->stats.bytes_compacted_written, cs.bytes_written);

@@ -92,6 +92,18 @@ void edit_add_file(struct version_edit *e, int level, uint64_t number, uint64_t 
 	e->nadds++;
 }
 
+void edit_move_adds(struct version_edit *dst, struct version_edit *src)
+{
+	if (!src->nadds)
+		return;
+	dst->adds = xrealloc(dst->adds, (dst->nadds + src->nadds) * sizeof(*dst->adds));
+	memcpy(dst->adds + dst->nadds, src->adds, src->nadds * sizeof(*src->adds));
+	dst->nadds += src->nadds;
+	free(src->adds);
+	src->adds = NULL;
+	src->nadds = 0;
+}
+
 void edit_del_file(struct version_edit *e, int level, uint64_t number)
 {
 	e->dels = xrealloc(e->dels, (e->ndels + 1) * sizeof(*e->dels));

@@ -138,6 +138,8 @@ void edit_free(struct version_edit *e);
 void edit_add_file(struct version_edit *e, int level, uint64_t number, uint64_t size,
 		   struct slice smallest, struct slice largest, uint64_t smallest_seq,
 		   uint64_t largest_seq, uint64_t entries, uint64_t range_dels);
+/* Moves src's added files (and their references) to the end of dst's. */
+void edit_move_adds(struct version_edit *dst, struct version_edit *src);
 void edit_del_file(struct version_edit *e, int level, uint64_t number);
 void edit_set_compact_pointer(struct version_edit *e, int level, struct slice key);
 void edit_add_failed_log(struct version_edit *e, uint64_t number, uint64_t acked);
