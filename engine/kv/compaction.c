@@ -997,6 +997,8 @@ static int run_compaction(struct kv_db *db, struct compaction *c)
 	int r = 0;
 	uint64_t bytes_read = 0;
 
+	/* a message left from an earlier failure would name the wrong file */
+	err_clear();
 	/* what a failure's retry compares with (db_set_bg_error); a system call, so without mu */
 	pthread_mutex_unlock(&db->mu);
 	c->free_before = db_free_space(db);
