@@ -1159,6 +1159,17 @@ out:
 }
 
 
+/* Small tables and up to 3 ranges: a compaction of a few thousand keys is cut. */
+static void sub_options(struct kv_options *o)
+{
+	kv_options_init(o);
+	o->compression_level = 0;
+	o->write_buffer_size = 256u << 10;
+	o->target_file_size = 16u << 10;
+	o->max_bytes_level_base = 256u << 10;
+	o->max_subcompactions = 3;
+}
+
 /*
  * Compactions cut into key ranges merged at the same time (subcompactions):
  * versions, deletion markers, range tombstones across the cuts and the
@@ -1177,13 +1188,8 @@ static void test_subcompactions(void)
 	long *want = xcalloc((size_t)n, sizeof(long));
 	int r, errors = 0, l0 = 0, starts0, finishes0;
 
-	kv_options_init(&o);
+	sub_options(&o);
 	o.compaction_filter = &cf;
-	o.compression_level = 0;
-	o.write_buffer_size = 256u << 10;
-	o.target_file_size = 16u << 10;
-	o.max_bytes_level_base = 256u << 10;
-	o.max_subcompactions = 3;
 	r = kv_open(dir, &o, &db);
 	is_int(r, 0, "subcompactions: open");
 	if (r < 0)
@@ -1299,14 +1305,9 @@ static void test_subcompaction_fault(void)
 	long *want = xcalloc((size_t)n, sizeof(long));
 	int r, errors = 0, l0 = 0, fired = 0, failed = 0, retried = 0;
 
-	kv_options_init(&o);
+	sub_options(&o);
 	o.env = fe;
 	o.log = sublog_line;
-	o.compression_level = 0;
-	o.write_buffer_size = 256u << 10;
-	o.target_file_size = 16u << 10;
-	o.max_bytes_level_base = 256u << 10;
-	o.max_subcompactions = 3;
 	r = kv_open(dir, &o, &db);
 	is_int(r, 0, "subcompaction fault: open");
 	if (r < 0)
