@@ -2132,7 +2132,7 @@ char *kv_property(struct kv_db *db, const char *name)
 {
 	struct buf out = BUF_INIT;
 	struct kv_stats st;
-	char line[512];
+	char line[1024];
 	int n;
 
 	if (strcmp(name, "stats") && strcmp(name, "levels") && strcmp(name, "sstables"))
@@ -2156,7 +2156,7 @@ char *kv_property(struct kv_db *db, const char *name)
 		uint64_t lookups = st.block_cache_hits + st.block_cache_misses;
 		n = snprintf(line, sizeof(line),
 			     "last sequence %llu\nwal bytes %llu\nflushes %llu (%llu bytes)\n"
-			     "compactions %llu (read %llu, wrote %llu bytes)\n"
+			     "compactions %llu (read %llu, wrote %llu bytes; %llu ranges in parallel)\n"
 			     "sst bytes read %llu\nblock cache hit rate %.1f%% of %llu\n"
 			     "bloom filter skips %llu\nwrite stalls %llu us (%llu writes paced, "
 			     "%llu delayed)\n",
@@ -2166,6 +2166,7 @@ char *kv_property(struct kv_db *db, const char *name)
 			     (unsigned long long)st.compactions,
 			     (unsigned long long)st.bytes_compacted_read,
 			     (unsigned long long)st.bytes_compacted_written,
+			     (unsigned long long)st.subcompactions,
 			     (unsigned long long)st.bytes_read_sst,
 			     lookups ? 100.0 * (double)st.block_cache_hits / (double)lookups : 0.0,
 			     (unsigned long long)lookups, (unsigned long long)st.bloom_useful,
