@@ -993,7 +993,7 @@ static int run_compaction(struct kv_db *db, struct compaction *c)
 	struct subcompaction *subs;
 	struct buf *cuts;
 	struct rdel_set *tombs;
-	size_t nsubs, max;
+	size_t nsubs, max, noutputs = 0;
 	int r = 0;
 	uint64_t bytes_read = 0;
 
@@ -1067,27 +1067,15 @@ static int run_compaction(struct kv_db *db, struct compaction *c)
 		struct subcompaction *s = &subs[i];
 		if (r == 0 && s->r < 0)
 			r = s->msg ? ERR_SET(s->r, "%s", s->msg) : s->r;
-		free(s->msg);
 		edit_move_adds(&cs.edit, &s->cs.edit);
-		edit_free(&s->cs.edit);
-		cs.outputs = xrealloc(cs.outputs, (cs.noutputs + s->cs.noutputs + 1) *
-				      sizeof(uint64_t));
-		if (s->cs.noutputs)
-			memcpy(cs.outputs + cs.noutputs, s->cs.outputs,
-			       s->cs.noutputs * sizeof(uint64_t));
-		cs.noutputs += s->cs.noutputs;
+		noutputs += s->cs.noutputs;
 		cs.bytes_written += s->cs.bytes_written;
-		free(s->cs.outputs);
-		buf_free(&s->cs.cur.lo);
-		buf_free(&s->lo);
-		buf_free(&s->hi);
 	}
-	free(subs);
 	for (size_t i = 0; i < max; i++)
 		buf_free(&cuts[i]);
 	free(cuts);
 	rdel_set_free(tombs);
-	if (r == 0 && cs.noutputs)
+	if (r == 0 && noutputs)
 		r = env_sync_dir(db->env, db->dir);  /* the outputs' names are durable first */
 
 	pthread_mutex_lock(&db->mu);
@@ -1101,11 +1089,11 @@ static int run_compaction(struct kv_db *db, struct compaction *c)
 		}
 		cs.edit.has_last_seq = 1;
 		cs.edit.last_seq = db_last_seq(db);
-		if (r == 0)
-			r = vs_log_and_apply(db->vs, &cs.edit);
+		r = vs_log_and_apply(db->vs, &cs.edit);
 	}
-	for (size_t i = 0; i < cs.noutputs; i++)
-		db_pending_remove(db, cs.outputs[i]);
+	for (size_t i = 0; i < nsubs; i++)
+		for (size_t j = 0; j < subs[i].cs.noutputs; j++)
+			db_pending_remove(db, subs[i].cs.outputs[j]);
 	if (r == 0) {
 		if (nsubs > 1)
 			db_count(&db->stats.subcompactions, nsubs);
@@ -1113,8 +1101,16 @@ static int run_compaction(struct kv_db *db, struct compaction *c)
 		db_count(&db->stats.bytes_compacted_read, bytes_read);
 		db_count(&db->stats.bytes_compacted_written, cs.bytes_written);
 	}
-	free(cs.outputs);
-	buf_free(&cs.cur.lo);
+	for (size_t i = 0; i < nsubs; i++) {
+		struct subcompaction *s = &subs[i];
+		free(s->msg);
+		edit_free(&s->cs.edit);
+		free(s->cs.outputs);
+		buf_free(&s->cs.cur.lo);
+		buf_free(&s->lo);
+		buf_free(&s->hi);
+	}
+	free(subs);
 	edit_free(&cs.edit);
 	return r;
 }
