@@ -171,6 +171,25 @@ static int delete_range(struct kv_db *db, char space, long from, long to)
 	return kv_delete_range(db, a, strlen(a), b, strlen(b), 0);
 }
 
+/*
+ * Close db, open dir again with o, and check that a scan of `space` reads
+ * want: two assertions named after what (its reopen, then its scan).
+ */
+static void reopen_scan(struct kv_db *db, const char *dir, const struct kv_options *o, char space,
+			long n, const long *want, size_t vlen, const char *what)
+{
+	int r;
+
+	kv_close(db);
+	r = kv_open(dir, o, &db);
+	is_int(r, 0, "%s: reopen", what);
+	if (r == 0) {
+		is_int(bad_scan(db, NULL, space, n, want, vlen), 0,
+		       "%s: after reopen a scan reads right", what);
+		kv_close(db);
+	}
+}
+
 /* ------------------------------------------------------------ white-box views */
 
 /*
@@ -937,14 +956,7 @@ static void test_tombstone_across_tables(void)
 	is_int(kv_compact_range(db, NULL, 0, NULL, 0), 0, "across: compact without the snapshot");
 	is_int(total_range_dels(db, &with), 0, "across: no piece of the tombstone is left");
 	is_int(bad_gets(db, NULL, 't', n, want, VLEN), 0, "across: every key still reads right");
-	kv_close(db);
-	r = kv_open(dir, &o, &db);
-	is_int(r, 0, "across: reopen");
-	if (r == 0) {
-		is_int(bad_scan(db, NULL, 't', n, want, VLEN), 0,
-		       "across: after reopen a scan reads right");
-		kv_close(db);
-	}
+	reopen_scan(db, dir, &o, 't', n, want, VLEN, "across");
 	is_int(errors, 0, "across: every write succeeded");
 out:
 	free(want);
@@ -1143,14 +1155,7 @@ static void test_filter(void)
 	is_int(fs.not_newest, 0,
 	       "filter: it only sees the newest version of a key the oldest reader reads");
 	is_int(errors, 0, "filter: every write succeeded");
-	kv_close(db);
-	r = kv_open(dir, &o, &db);
-	is_int(r, 0, "filter: reopen");
-	if (r == 0) {
-		is_int(bad_scan(db, NULL, 'f', n, want, VLEN), 0,
-		       "filter: after reopen a scan agrees");
-		kv_close(db);
-	}
+	reopen_scan(db, dir, &o, 'f', n, want, VLEN, "filter");
 	fs.want = NULL;
 out:
 	free(want);
@@ -1254,14 +1259,7 @@ static void test_subcompactions(void)
 	fs.want = NULL;
 	pthread_mutex_unlock(&fs.mu);
 	is_int(errors, 0, "subcompactions: every write succeeded");
-	kv_close(db);
-	r = kv_open(dir, &o, &db);
-	is_int(r, 0, "subcompactions: reopen");
-	if (r == 0) {
-		is_int(bad_scan(db, NULL, 's', n, want, VLEN), 0,
-		       "subcompactions: after reopen a scan agrees");
-		kv_close(db);
-	}
+	reopen_scan(db, dir, &o, 's', n, want, VLEN, "subcompactions");
 out:
 	free(want);
 	free(dir);
